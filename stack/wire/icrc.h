@@ -1,0 +1,44 @@
+// RoCEv2 invariant CRC (IBTA Annex A17.3.3): CRC-32 (Ethernet polynomial,
+// reflected, as zlib's crc32) over 8 bytes of 0xFF standing in for the LRH,
+// then the IP header, UDP header and BTH with their variant fields set to all
+// ones, then everything after the BTH up to the ICRC. Stored least-significant
+// byte first. The variant fields: IPv4 TOS, TTL, header checksum; IPv6
+// traffic class, flow label, hop limit (not the version nibble); UDP checksum;
+// BTH byte 4 (FECN, BECN, resv6).
+//
+// The computation is chained: Begin() hashes a masked copy of the (at most
+// 80) bytes of IP+UDP+BTH, Update() continues over further spans in place —
+// extension headers, payload segments of an mbuf chain, pad — without copying.
+// ISA-L's crc32_gzip_refl does the hashing (it takes a seed; rte_net_crc does not).
+#pragma once
+
+#include <cstdint>
+
+#include "stack/wire/bytes.h"
+
+namespace roce::wire {
+
+class Icrc {
+ public:
+  // `ip_udp_bth` starts at the IP header and holds at least IP + UDP + BTH;
+  // only those bytes are consumed. Returns false (and leaves the state
+  // unusable) if the span is too short or not IPv4/IPv6.
+  bool Begin(ByteSpan ip_udp_bth);
+  // Number of bytes Begin consumed (IP header + 8 + 12).
+  size_t begun() const { return begun_; }
+  void Update(ByteSpan more);
+  uint32_t Value() const { return crc_; }
+
+ private:
+  uint32_t crc_ = 0;
+  size_t begun_ = 0;
+};
+
+// Raw CRC-32 (zlib-compatible, chainable) as ISA-L computes it.
+uint32_t Crc32(uint32_t seed, ByteSpan data);
+
+// ICRC of a whole packet from the IP header to just before the ICRC.
+// Returns 0 and sets *ok=false if the span cannot hold IP+UDP+BTH.
+uint32_t ComputeIcrc(ByteSpan l3_without_icrc, bool* ok = nullptr);
+
+}  // namespace roce::wire

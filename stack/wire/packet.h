@@ -1,0 +1,88 @@
+// A whole RoCEv2 frame: Ethernet [802.1Q] / IPv4|IPv6 / UDP 4791 / BTH /
+// extension headers / payload / pad / ICRC. ParseRoceFrame validates every
+// layer and returns the first reason it rejects a frame; the spans in the
+// result point into the caller's buffer (a view, nothing is copied).
+// BuildRoceFrame emits a frame from the same representation; EmitHeaders
+// emits only up to the payload, for a datapath that places the payload
+// itself (mbuf chains) and finishes the ICRC with Icrc::Update.
+#pragma once
+
+#include <cstdint>
+
+#include "stack/wire/bytes.h"
+#include "stack/wire/error.h"
+#include "stack/wire/headers.h"
+#include "stack/wire/icrc.h"
+#include "stack/wire/opcode.h"
+
+namespace roce::wire {
+
+struct RocePacket {
+  EthernetHeader eth;
+  bool ipv6 = false;
+  Ipv4Header ip4;
+  Ipv6Header ip6;
+  UdpHeader udp;
+  Bth bth;
+  // Extension headers; which are meaningful is GetOpcodeInfo(bth.opcode).headers.
+  Deth deth;
+  Reth reth;
+  AtomicEth atomic;
+  Aeth aeth;
+  AtomicAckEth atomic_ack;
+  uint32_t imm = 0;         // ImmDt, host order of the 4 wire bytes
+  uint32_t ieth_rkey = 0;   // IETH: R_Key to invalidate
+  uint8_t cnp_resv[16] = {};
+  ByteSpan payload;         // payload without pad
+  ByteSpan pad;             // pad bytes as received (0..3)
+  uint32_t icrc = 0;        // as received (wire bytes read little-endian)
+  ByteSpan trailer;         // bytes after the IP datagram (Ethernet padding)
+  // Offsets into the frame, filled by ParseRoceFrame.
+  uint16_t l3_offset = 0;
+  uint16_t bth_offset = 0;
+
+  const OpcodeInfo& info() const { return GetOpcodeInfo(bth.opcode); }
+  bool Has(HeaderBit h) const { return info().headers & h; }
+  uint8_t Ecn() const { return ipv6 ? ip6.Ecn() : ip4.Ecn(); }
+  IpAddr SrcIp() const { return ipv6 ? IpAddr::FromV6(ip6.src.data()) : IpAddr::FromV4(ip4.src); }
+  IpAddr DstIp() const { return ipv6 ? IpAddr::FromV6(ip6.dst.data()) : IpAddr::FromV4(ip4.dst); }
+};
+
+struct ParseOptions {
+  bool verify_ip_checksum = true;  // off when the NIC already checked it
+  bool verify_icrc = true;
+};
+
+// Parses and validates a frame. On kOk every field of *out is set.
+Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts = {});
+
+// Parses the UDP payload of a RoCEv2 datagram (BTH .. ICRC) into the
+// transport fields of *out. Does not verify the ICRC (it needs the IP header).
+Error ParseTransport(ByteSpan bth_to_icrc, RocePacket* out);
+
+struct BuildOptions {
+  bool fill_lengths = true;      // IP total/payload length, UDP length, BTH PadCnt
+  bool fill_ip_checksum = true;  // IPv4 header checksum
+  bool fill_icrc = true;         // else write p.icrc
+  bool fill_udp6_checksum = true;  // IPv6: real UDP checksum (else p.udp.checksum)
+  bool zero_pad = true;          // else write p.pad bytes
+  bool append_trailer = false;   // append p.trailer after the datagram
+};
+
+// Bytes of everything before the payload (Ethernet through extension headers).
+size_t HeadersLen(const RocePacket& p);
+// Bytes of the whole frame for a payload of `payload_len`.
+size_t FrameLen(const RocePacket& p, uint32_t payload_len);
+inline uint8_t PadFor(uint32_t payload_len) { return static_cast<uint8_t>((4 - (payload_len & 3)) & 3); }
+
+// Emits Ethernet .. extension headers for a payload of `payload_len` bytes
+// into out (at least HeadersLen bytes). Returns HeadersLen. With
+// fill_lengths the lengths and PadCnt are derived from payload_len.
+size_t EmitHeaders(const RocePacket& p, uint32_t payload_len, uint8_t* out,
+                   const BuildOptions& opts = {});
+
+// Emits the whole frame (headers, p.payload, pad, ICRC). Returns the frame
+// length, or 0 if `out` is too small.
+size_t BuildRoceFrame(const RocePacket& p, MutByteSpan out, const BuildOptions& opts = {});
+
+}  // namespace roce::wire

@@ -73,18 +73,15 @@ Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts) 
   return Error::kOk;
 }
 
-size_t HeadersLen(const RocePacket& p) {
-  return p.eth.Len() + (p.ipv6 ? Ipv6Header::kLen : p.ip4.Len()) + UdpHeader::kLen + Bth::kLen +
-         p.info().ext_len;
-}
+size_t HeadersLen(const RocePacket& p) { return HeadersLen(p, p.bth.opcode); }
 
 size_t FrameLen(const RocePacket& p, uint32_t payload_len) {
   return HeadersLen(p) + payload_len + PadFor(payload_len) + kIcrcLen;
 }
 
-size_t EmitHeaders(const RocePacket& p, uint32_t payload_len, uint8_t* out,
-                   const BuildOptions& opts) {
-  const OpcodeInfo& info = p.info();
+size_t EmitHeaders(const NetHeaders& p, const Bth& bth_in, const ExtHeaders& x,
+                   uint32_t payload_len, uint8_t* out, const BuildOptions& opts) {
+  const OpcodeInfo& info = GetOpcodeInfo(bth_in.opcode);
   const size_t ip_hlen = p.ipv6 ? Ipv6Header::kLen : p.ip4.Len();
   const size_t transport = Bth::kLen + info.ext_len + payload_len + PadFor(payload_len) + kIcrcLen;
   uint8_t* o = out;
@@ -105,19 +102,19 @@ size_t EmitHeaders(const RocePacket& p, uint32_t payload_len, uint8_t* out,
   if (opts.fill_lengths) udp.length = static_cast<uint16_t>(UdpHeader::kLen + transport);
   udp.Emit(o);
   o += UdpHeader::kLen;
-  Bth bth = p.bth;
+  Bth bth = bth_in;
   if (opts.fill_lengths) bth.pad_count = PadFor(payload_len);
   bth.Emit(o);
   o += Bth::kLen;
   const uint16_t h = info.headers;
-  if (h & kHdrDeth) { p.deth.Emit(o); o += kDethLen; }
-  if (h & kHdrReth) { p.reth.Emit(o); o += kRethLen; }
-  if (h & kHdrAtomicEth) { p.atomic.Emit(o); o += kAtomicEthLen; }
-  if (h & kHdrAeth) { p.aeth.Emit(o); o += kAethLen; }
-  if (h & kHdrAtomicAckEth) { p.atomic_ack.Emit(o); o += kAtomicAckEthLen; }
-  if (h & kHdrImmDt) { Store32(o, p.imm); o += kImmDtLen; }
-  if (h & kHdrIeth) { Store32(o, p.ieth_rkey); o += kIethLen; }
-  if (h & kHdrCnpPad) { std::memcpy(o, p.cnp_resv, kCnpPadLen); o += kCnpPadLen; }
+  if (h & kHdrDeth) { x.deth.Emit(o); o += kDethLen; }
+  if (h & kHdrReth) { x.reth.Emit(o); o += kRethLen; }
+  if (h & kHdrAtomicEth) { x.atomic.Emit(o); o += kAtomicEthLen; }
+  if (h & kHdrAeth) { x.aeth.Emit(o); o += kAethLen; }
+  if (h & kHdrAtomicAckEth) { x.atomic_ack.Emit(o); o += kAtomicAckEthLen; }
+  if (h & kHdrImmDt) { Store32(o, x.imm); o += kImmDtLen; }
+  if (h & kHdrIeth) { Store32(o, x.ieth_rkey); o += kIethLen; }
+  if (h & kHdrCnpPad) { std::memcpy(o, x.cnp_resv, kCnpPadLen); o += kCnpPadLen; }
   return static_cast<size_t>(o - out);
 }
 
@@ -142,18 +139,26 @@ size_t BuildRoceFrame(const RocePacket& p, MutByteSpan out, const BuildOptions& 
       opts.fill_icrc ? ComputeIcrc(ByteSpan(o + l3, icrc_at - l3)) : p.icrc;
   Store32Le(o + icrc_at, icrc);
   size_t n = icrc_at + kIcrcLen;
-  if (p.ipv6 && opts.fill_udp6_checksum) {
-    const size_t udp_at = l3 + Ipv6Header::kLen;
-    const uint16_t c = UdpChecksumV6(p.ip6.src.data(), p.ip6.dst.data(),
-                                     ByteSpan(o + udp_at, UdpHeader::kLen),
-                                     ByteSpan(o + udp_at + UdpHeader::kLen, n - udp_at - UdpHeader::kLen));
-    Store16(o + udp_at + 6, c);
-  }
+  if (p.ipv6 && opts.fill_udp6_checksum) FillUdp6Checksum(p, MutByteSpan(o, n));
   if (opts.append_trailer && !p.trailer.empty()) {
     std::memcpy(o + n, p.trailer.data(), p.trailer.size());
     n += p.trailer.size();
   }
   return n;
+}
+
+}  // namespace roce::wire
+
+namespace roce::wire {
+
+void FillUdp6Checksum(const NetHeaders& net, MutByteSpan frame) {
+  const size_t udp_at = net.eth.Len() + Ipv6Header::kLen;
+  uint8_t* o = frame.data();
+  const uint16_t c = UdpChecksumV6(net.ip6.src.data(), net.ip6.dst.data(),
+                                   ByteSpan(o + udp_at, UdpHeader::kLen),
+                                   ByteSpan(o + udp_at + UdpHeader::kLen,
+                                            frame.size() - udp_at - UdpHeader::kLen));
+  Store16(o + udp_at + 6, c);
 }
 
 }  // namespace roce::wire

@@ -17,14 +17,23 @@
 
 namespace roce::wire {
 
-struct RocePacket {
+// Ethernet / IP / UDP: what a queue pair's path fixes (a per-QP template).
+struct NetHeaders {
   EthernetHeader eth;
   bool ipv6 = false;
   Ipv4Header ip4;
   Ipv6Header ip6;
   UdpHeader udp;
-  Bth bth;
-  // Extension headers; which are meaningful is GetOpcodeInfo(bth.opcode).headers.
+  uint8_t Ecn() const { return ipv6 ? ip6.Ecn() : ip4.Ecn(); }
+  IpAddr SrcIp() const { return ipv6 ? IpAddr::FromV6(ip6.src.data()) : IpAddr::FromV4(ip4.src); }
+  IpAddr DstIp() const { return ipv6 ? IpAddr::FromV6(ip6.dst.data()) : IpAddr::FromV4(ip4.dst); }
+  size_t Len() const {
+    return eth.Len() + (ipv6 ? Ipv6Header::kLen : ip4.Len()) + UdpHeader::kLen;
+  }
+};
+
+// Extension headers; which are meaningful is GetOpcodeInfo(bth.opcode).headers.
+struct ExtHeaders {
   Deth deth;
   Reth reth;
   AtomicEth atomic;
@@ -33,6 +42,10 @@ struct RocePacket {
   uint32_t imm = 0;         // ImmDt, host order of the 4 wire bytes
   uint32_t ieth_rkey = 0;   // IETH: R_Key to invalidate
   uint8_t cnp_resv[16] = {};
+};
+
+struct RocePacket : NetHeaders, ExtHeaders {
+  Bth bth;
   ByteSpan payload;         // payload without pad
   ByteSpan pad;             // pad bytes as received (0..3)
   uint32_t icrc = 0;        // as received (wire bytes read little-endian)
@@ -43,9 +56,6 @@ struct RocePacket {
 
   const OpcodeInfo& info() const { return GetOpcodeInfo(bth.opcode); }
   bool Has(HeaderBit h) const { return info().headers & h; }
-  uint8_t Ecn() const { return ipv6 ? ip6.Ecn() : ip4.Ecn(); }
-  IpAddr SrcIp() const { return ipv6 ? IpAddr::FromV6(ip6.src.data()) : IpAddr::FromV4(ip4.src); }
-  IpAddr DstIp() const { return ipv6 ? IpAddr::FromV6(ip6.dst.data()) : IpAddr::FromV4(ip4.dst); }
 };
 
 struct ParseOptions {
@@ -71,6 +81,9 @@ struct BuildOptions {
 
 // Bytes of everything before the payload (Ethernet through extension headers).
 size_t HeadersLen(const RocePacket& p);
+// Stores the IPv6 UDP checksum of a complete frame built from `net` (the frame
+// starts at the Ethernet header and ends with the ICRC).
+void FillUdp6Checksum(const NetHeaders& net, MutByteSpan frame);
 // Bytes of the whole frame for a payload of `payload_len`.
 size_t FrameLen(const RocePacket& p, uint32_t payload_len);
 inline uint8_t PadFor(uint32_t payload_len) { return static_cast<uint8_t>((4 - (payload_len & 3)) & 3); }
@@ -78,8 +91,16 @@ inline uint8_t PadFor(uint32_t payload_len) { return static_cast<uint8_t>((4 - (
 // Emits Ethernet .. extension headers for a payload of `payload_len` bytes
 // into out (at least HeadersLen bytes). Returns HeadersLen. With
 // fill_lengths the lengths and PadCnt are derived from payload_len.
-size_t EmitHeaders(const RocePacket& p, uint32_t payload_len, uint8_t* out,
-                   const BuildOptions& opts = {});
+size_t EmitHeaders(const NetHeaders& net, const Bth& bth, const ExtHeaders& ext,
+                   uint32_t payload_len, uint8_t* out, const BuildOptions& opts = {});
+inline size_t EmitHeaders(const RocePacket& p, uint32_t payload_len, uint8_t* out,
+                          const BuildOptions& opts = {}) {
+  return EmitHeaders(p, p.bth, p, payload_len, out, opts);
+}
+// Length of the extension headers of an opcode plus NetHeaders + BTH.
+inline size_t HeadersLen(const NetHeaders& net, uint8_t opcode) {
+  return net.Len() + Bth::kLen + GetOpcodeInfo(opcode).ext_len;
+}
 
 // Emits the whole frame (headers, p.payload, pad, ICRC). Returns the frame
 // length, or 0 if `out` is too small.

@@ -26,6 +26,10 @@ enum class Error : uint8_t {
   kIcrcMismatch,         // invariant CRC does not match
   kBadArp,               // ARP that is not Ethernet/IPv4 request or reply
   kBadMad,               // MAD shorter than 24 bytes or wrong base version
+  kNotNdp,               // IPv6 frame that is not ICMPv6 Neighbor Solicitation/Advertisement
+  kBadNdp,               // NS/NA failing RFC 4861 §7.1 (code, length, target, options, flags)
+  kBadNdpHopLimit,       // NS/NA whose IPv6 hop limit is not 255 (may come from off-link)
+  kBadIcmpv6Checksum,    // ICMPv6 checksum over the IPv6 pseudo-header wrong
   kCount,
 };
 

@@ -26,6 +26,10 @@ const char* ErrorName(Error e) {
     case Error::kIcrcMismatch: return "icrc-mismatch";
     case Error::kBadArp: return "bad-arp";
     case Error::kBadMad: return "bad-mad";
+    case Error::kNotNdp: return "not-ndp";
+    case Error::kBadNdp: return "bad-ndp";
+    case Error::kBadNdpHopLimit: return "bad-ndp-hop-limit";
+    case Error::kBadIcmpv6Checksum: return "bad-icmpv6-checksum";
     case Error::kCount: break;
   }
   return "unknown-error";

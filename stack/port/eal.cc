@@ -1,0 +1,68 @@
+#include "stack/port/eal.h"
+
+#include <atomic>
+#include <cstring>
+
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_join.h>
+
+#include "stack/port/dpdk.h"
+
+namespace roce::port {
+namespace {
+// 0: never initialized, 1: initialized, 2: cleaned up (cannot init again).
+std::atomic<int> g_state{0};
+}  // namespace
+
+std::vector<std::string> EalArgs(const EalOptions& o) {
+  std::vector<std::string> a = {"soft-rnic"};
+  if (o.hugepages) {
+    a.push_back("--in-memory");
+  } else {
+    a.push_back("--no-huge");
+    a.push_back("--no-shconf");
+    a.push_back("-m");
+    a.push_back(std::to_string(o.memory_mb));
+  }
+  if (o.allow.empty()) {
+    a.push_back("--no-pci");
+  } else {
+    for (const auto& dev : o.allow) {
+      a.push_back("-a");
+      a.push_back(dev);
+    }
+  }
+  a.push_back("-l");
+  a.push_back(o.lcores);
+  a.push_back(absl::StrCat("--log-level=", o.log_level));
+  if (!o.telemetry) a.push_back("--no-telemetry");
+  for (const auto& e : o.extra) a.push_back(e);
+  return a;
+}
+
+absl::Status InitEal(const EalOptions& opts) {
+  if (g_state.load() == 1) return absl::FailedPreconditionError("EAL already initialized");
+  if (g_state.load() == 2)
+    return absl::FailedPreconditionError("EAL was cleaned up; rte_eal_init runs once per process");
+  std::vector<std::string> args = EalArgs(opts);
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  int rc = rte_eal_init(static_cast<int>(args.size()), argv.data());
+  if (rc < 0) {
+    int err = rte_errno;
+    if (err == EALREADY) g_state = 1;
+    return absl::InternalError(absl::StrCat("rte_eal_init(", absl::StrJoin(args, " "),
+                                            ") failed: ", rte_strerror(err), " (", err, ")"));
+  }
+  g_state = 1;
+  return absl::OkStatus();
+}
+
+bool EalInitialized() { return g_state.load() == 1; }
+
+void CleanupEal() {
+  if (g_state.exchange(2) == 1) rte_eal_cleanup();
+}
+
+}  // namespace roce::port

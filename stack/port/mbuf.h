@@ -1,0 +1,122 @@
+// mbuf helpers for the engine: frames larger than one segment are mbuf chains,
+// and every buffer comes from a mempool (nothing is allocated per packet
+// outside the pools).
+//
+// Building a frame to send:
+//   rte_mbuf* m = AllocFrame(pool, len);            // chain sized for len bytes
+//   WriteAt(m, 0, bytes)  / SegmentsOf(m)            // fill it in place
+// or a header segment followed by payload:
+//   rte_mbuf* h = AllocHeader(pool, hdr_len);        // one segment, headroom kept
+//   AppendCopy(h, pool, payload)                     // copies into new tail segments
+//   AppendSegment(h, seg)                            // chains a segment you built
+//                                                    // (e.g. an indirect/attached mbuf)
+// Reading a received (possibly chained) frame:
+//   for (ByteSpan s : SegmentsOf(m)) ...             // iterate segments, no copy
+//   ReadContiguous(m, off, len, scratch)             // pointer into the mbuf, or a
+//                                                    // copy in scratch if it spans segments
+//   CopyOut(m, off, out)                             // linearize into a span
+// Capture: GatherParts(m, &parts) gives pcapio::Writer::WriteGather the
+// segments as (pointer, length) pairs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "stack/port/dpdk.h"
+
+namespace roce::port {
+
+using ByteSpan = std::span<const uint8_t>;
+using MutByteSpan = std::span<uint8_t>;
+
+// Data bytes one segment of `pool` can hold when it starts at the buffer
+// (payload segments) and when it keeps the default headroom (first segment).
+uint32_t SegmentRoom(const rte_mempool* pool);
+uint32_t FirstSegmentRoom(const rte_mempool* pool);
+
+// Allocates a chain holding exactly `len` bytes (contents uninitialized): the
+// first segment keeps RTE_PKTMBUF_HEADROOM, later segments use their whole
+// buffer. Returns nullptr if the pool runs dry or the chain would exceed
+// RTE_MBUF_MAX_NB_SEGS; nothing leaks.
+rte_mbuf* AllocFrame(rte_mempool* pool, uint32_t len);
+
+// One segment with `hdr_len` bytes appended (uninitialized) after the
+// headroom. nullptr if the pool is empty or hdr_len does not fit.
+rte_mbuf* AllocHeader(rte_mempool* pool, uint16_t hdr_len);
+
+// Chains `seg` (itself a chain or a single mbuf) to the end of `head`;
+// false (nothing changed) if the segment count would exceed the maximum.
+bool AppendSegment(rte_mbuf* head, rte_mbuf* seg);
+
+// Appends `data` to the frame: fills the tailroom of the last segment, then
+// allocates segments from `pool`. On failure the frame is unchanged.
+bool AppendCopy(rte_mbuf* head, rte_mempool* pool, ByteSpan data);
+
+// Writes `data` at byte offset `off` of the frame (across segments). False if
+// the frame is too short.
+bool WriteAt(rte_mbuf* m, uint32_t off, ByteSpan data);
+
+// Copies bytes [off, off + out.size()) of the frame to out; returns the count
+// copied (less at the end of the frame). CopyOut(m, 0, buf) linearizes.
+size_t CopyOut(const rte_mbuf* m, uint32_t off, MutByteSpan out);
+
+// `len` bytes at `off` as one span: points into the mbuf if they lie in one
+// segment, otherwise they are copied into scratch (>= len bytes). Empty span
+// if the frame is too short.
+ByteSpan ReadContiguous(const rte_mbuf* m, uint32_t off, uint32_t len, uint8_t* scratch);
+
+// The frame's segments as spans: for (ByteSpan s : SegmentsOf(m)).
+class SegmentRange {
+ public:
+  class Iterator {
+   public:
+    explicit Iterator(const rte_mbuf* s) : s_(s) {}
+    ByteSpan operator*() const { return {rte_pktmbuf_mtod(s_, const uint8_t*), s_->data_len}; }
+    Iterator& operator++() {
+      s_ = s_->next;
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return s_ != o.s_; }
+
+   private:
+    const rte_mbuf* s_;
+  };
+  explicit SegmentRange(const rte_mbuf* m) : m_(m) {}
+  Iterator begin() const { return Iterator(m_); }
+  Iterator end() const { return Iterator(nullptr); }
+
+ private:
+  const rte_mbuf* m_;
+};
+inline SegmentRange SegmentsOf(const rte_mbuf* m) { return SegmentRange(m); }
+
+// Mutable segments (to fill a frame from AllocFrame in place).
+template <typename F>
+void ForEachMutableSegment(rte_mbuf* m, F&& f) {
+  for (rte_mbuf* s = m; s; s = s->next) f(MutByteSpan(rte_pktmbuf_mtod(s, uint8_t*), s->data_len));
+}
+
+// Replaces *parts with the frame's segments (for pcapio::Writer::WriteGather).
+// Reuses the vector's capacity: no allocation once it has grown.
+void GatherParts(const rte_mbuf* m, std::vector<std::pair<const uint8_t*, size_t>>* parts);
+
+// A single-segment copy of a chained frame from `pool`; nullptr if it does not
+// fit one segment or the pool is empty. The original is not freed.
+rte_mbuf* LinearCopy(const rte_mbuf* m, rte_mempool* pool);
+
+// Checksum offload requests and results (see Port::offloads()).
+struct TxChecksumRequest {
+  uint16_t l2_len = 14;   // Ethernet (+4 with 802.1Q)
+  uint16_t l3_len = 20;   // IPv4 header or 40 for IPv6
+  bool ipv6 = false;
+  bool ip_checksum = false;   // IPv4 header checksum
+  bool udp_checksum = false;  // UDP checksum (needed over IPv6)
+};
+enum class RxChecksum : uint8_t { kUnknown, kGood, kBad, kNone };
+RxChecksum RxIpChecksum(const rte_mbuf* m);
+RxChecksum RxL4Checksum(const rte_mbuf* m);
+
+}  // namespace roce::port

@@ -1,0 +1,133 @@
+// Port profiles: INI files in drivers-cfg/ read with DPDK's rte_cfgfile, one
+// per driver set-up, overridable key by key from code or flags
+// ("port.ipv4=10.0.0.2"). A profile names the driver and its devargs, the
+// queues and descriptors, MTU, MAC and the stack's own IPv4/IPv6 addresses,
+// offload policy, rte_flow steering, capture file and fault injection.
+// drivers-cfg/README.md documents every key; ProfileKeys() lists them.
+//
+// rte_cfgfile silently skips a line without '=' and keeps only the first of
+// duplicated keys or sections; LoadProfile rejects those (and unknown keys)
+// with the file, line and key in the message, so a typo never goes unseen.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <absl/strings/string_view.h>
+#include <utility>
+#include <vector>
+
+#include <absl/status/status.h>
+#include <absl/status/statusor.h>
+
+#include "stack/port/eal.h"
+#include "stack/port/fault.h"
+#include "stack/wire/headers.h"
+
+namespace roce::port {
+
+enum class DriverKind : uint8_t {
+  kRing,  // net_ring from rte_eth_from_rings: in-process pair or loopback
+  kVdev,  // any other virtual device, created with rte_vdev_init(name, devargs)
+  kPci,   // a physical NIC (mlx5, ice, i40e, virtio-pci...) at profile.pci
+};
+
+struct DriverInfo {
+  const char* name;
+  DriverKind kind;
+  const char* what;
+};
+// The drivers a profile may name; nullptr if unknown.
+const DriverInfo* FindDriver(absl::string_view name);
+std::span<const DriverInfo> KnownDrivers();
+
+enum class Tristate : uint8_t { kAuto, kOn, kOff };  // auto: use if the port offers it
+
+struct IpPrefix {
+  wire::IpAddr addr;
+  uint8_t prefix_len = 0;
+  std::string ToString() const;
+};
+
+enum class RingSide : uint8_t { kA, kB, kLoop };
+
+struct PortProfile {
+  std::string source = "<defaults>";  // file the profile came from
+
+  EalOptions eal;  // [eal]
+
+  // [port]
+  std::string driver = "net_ring";
+  std::string name;      // vdev / ethdev name; default <driver>_r<N>
+  std::string devargs;   // driver arguments, as given to rte_vdev_init / after the PCI address
+  std::string pci;       // physical NICs: PCI address (0000:3b:00.0)
+  uint16_t rx_queues = 1, tx_queues = 1;
+  uint16_t rx_desc = 1024, tx_desc = 1024;
+  uint16_t mtu = 1500;   // IP MTU the stack may use (frames up to mtu + 18 bytes)
+  bool set_mtu = true;   // program it on the device (af_packet: no, framesz rules)
+  std::optional<wire::MacAddr> mac;
+  std::optional<IpPrefix> ipv4, ipv6;
+  std::string capture;   // pcap path: every frame sent and received
+  bool promiscuous = false;
+  uint32_t mbufs = 8191;           // pool size (2^n - 1 is best)
+  uint16_t mbuf_data_room = 2048;  // data bytes per mbuf, headroom not included
+  uint16_t mbuf_cache = 256;
+  uint32_t tx_backlog = 256;       // software TX queue for frames the device refused
+  // net_ring only
+  std::string ring = "roce";       // the two sides of a pair name the same ring set
+  RingSide ring_side = RingSide::kA;
+  uint32_t ring_size = 1024;
+
+  // [offload]
+  Tristate tx_ipv4_checksum = Tristate::kAuto;
+  Tristate tx_udp_checksum = Tristate::kAuto;
+  Tristate tx_multiseg = Tristate::kAuto;
+  Tristate rx_checksum = Tristate::kAuto;
+  Tristate rx_scatter = Tristate::kAuto;
+
+  // [flow]
+  uint16_t steer_udp_port = 0;       // rte_flow: UDP dst port to the stack's queues (0: none)
+  Tristate rss = Tristate::kAuto;    // spread over flow_queues (RSS on IP + UDP ports)
+  bool isolate = false;              // rte_flow_isolate: only matched traffic reaches DPDK
+  std::vector<uint16_t> flow_queues; // default: every RX queue
+
+  // [fault]
+  FaultConfig faults;
+};
+
+// One "section.key" of a profile with its documentation.
+struct ProfileKey {
+  const char* section;
+  const char* key;
+  const char* doc;
+};
+std::span<const ProfileKey> ProfileKeys();
+
+// Reads a profile file. `overrides` are "section.key=value" strings applied
+// after the file (same syntax and validation as the file).
+absl::StatusOr<PortProfile> LoadProfile(const std::string& path,
+                                        std::span<const std::string> overrides = {});
+
+// Sets one key ("port.mtu", "9000") with the same parsing as the file.
+absl::Status SetProfileKey(PortProfile* p, absl::string_view section_dot_key, absl::string_view value);
+// "section.key=value".
+absl::Status ApplyOverride(PortProfile* p, absl::string_view assignment);
+
+// Cross-field checks (LoadProfile runs them; call again after changing fields by hand).
+absl::Status ValidateProfile(const PortProfile& p);
+
+// Returns devargs with key=value set (replaced if present, appended if not):
+// what a tool's --iface does (SetDevarg(p.devargs, "iface", "veth0")).
+std::string SetDevarg(const std::string& devargs, const std::string& key, const std::string& value);
+// The value of key in devargs, or "".
+std::string GetDevarg(const std::string& devargs, const std::string& key);
+
+// EAL options for a set of ports: the first profile's [eal] section, plus
+// "-a <pci>,<devargs>" for every physical port (which turns --no-pci off).
+EalOptions EalOptionsFor(std::span<const PortProfile> profiles);
+
+// "10.0.0.1/24", "fd00::1/64", "10.0.0.1" (prefix defaults to /32, /128).
+absl::StatusOr<IpPrefix> ParseIpPrefix(absl::string_view s);
+
+}  // namespace roce::port

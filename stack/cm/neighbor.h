@@ -171,6 +171,10 @@ class NeighborTable {
   // The earliest time Poll has work to do (kNoDeadline if none). May be
   // earlier than needed (an early Poll is harmless), never later.
   uint64_t NextDeadline() const { return next_deadline_; }
+  // The same, never earlier than `now_ns` (== now_ns: Poll is due now).
+  uint64_t NextDeadline(uint64_t now_ns) const {
+    return next_deadline_ < now_ns ? now_ns : next_deadline_;
+  }
 
   // Pins ip -> mac (replacing any entry; a pending one completes with `mac`).
   // False if `ip` is not a unicast address or the table is full.

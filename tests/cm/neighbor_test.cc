@@ -184,6 +184,8 @@ TEST_F(NeighborTest, LookupSendsBroadcastRequestAndResolvesOnReply) {
   EXPECT_TRUE(r.waiter_queued);
   EXPECT_EQ(w.Take(), BroadcastArpRequest("10.0.0.1", "10.0.0.2"));
   EXPECT_EQ(t.NextDeadline(), kT0 + kSec);
+  EXPECT_EQ(t.NextDeadline(kT0 + 1), kT0 + kSec);
+  EXPECT_EQ(t.NextDeadline(kT0 + 2 * kSec), kT0 + 2 * kSec);  // overdue: due now
   // A second lookup while pending sends nothing more.
   r = t.Lookup(Ip("10.0.0.2"), kT0 + 1, w, 8);
   EXPECT_EQ(r.status, ResolveStatus::kPending);

@@ -1,0 +1,137 @@
+#include "stack/rc/device.h"
+
+#include <algorithm>
+
+#include "stack/wire/packet.h"
+
+namespace roce::rc {
+
+namespace {
+constexpr uint32_t kQpIndexBits = 16;
+constexpr uint32_t kQpIndexMask = (1u << kQpIndexBits) - 1;
+constexpr uint32_t kFirstQpIndex = 2;  // QP0 and QP1 are special
+}  // namespace
+
+RcDevice::RcDevice(const Config& cfg, PacketSink* sink)
+    : cfg_(cfg), sink_(sink), mem_(cfg.mem_seed, cfg.max_mem_objects) {
+  cfg_.max_qps = std::clamp<uint32_t>(cfg_.max_qps, 1, kQpIndexMask - kFirstQpIndex);
+  qps_.resize(cfg_.max_qps + kFirstQpIndex);
+  qp_gen_.resize(qps_.size(), 0);
+  in_active_.resize(qps_.size(), 0);
+}
+
+RcDevice::~RcDevice() = default;
+
+QueuePair* RcDevice::CreateQp(const QpCaps& caps, CompletionQueue* send_cq,
+                              CompletionQueue* recv_cq, ReceiveQueue* srq, uint64_t context) {
+  if (!send_cq || !recv_cq) return nullptr;
+  for (uint32_t i = kFirstQpIndex; i < qps_.size(); i++) {
+    if (qps_[i]) continue;
+    // The generation in the high bits keeps a recycled slot from answering to
+    // a QPN a peer may still be sending to.
+    const uint32_t qpn = (uint32_t{qp_gen_[i]} << kQpIndexBits) | i;
+    qps_[i] = std::make_unique<QueuePair>(this, qpn, caps, send_cq, recv_cq, srq, context);
+    return qps_[i].get();
+  }
+  return nullptr;
+}
+
+void RcDevice::DestroyQp(QueuePair* qp) {
+  if (!qp) return;
+  const uint32_t i = qp->qpn() & kQpIndexMask;
+  if (i >= qps_.size() || qps_[i].get() != qp) return;
+  qps_[i].reset();
+  qp_gen_[i]++;
+  in_active_[i] = 0;
+  // Stale entries in active_ / timers_ are skipped by qpn mismatch.
+}
+
+QueuePair* RcDevice::FindQp(uint32_t qpn) const {
+  const uint32_t i = qpn & kQpIndexMask;
+  if (i >= qps_.size() || !qps_[i] || qps_[i]->qpn() != qpn) return nullptr;
+  return qps_[i].get();
+}
+
+wire::Error RcDevice::OnFrame(wire::ByteSpan frame, uint64_t now) {
+  counters.rx_frames++;
+  wire::RocePacket p;
+  const wire::Error e = wire::ParseRoceFrame(frame, &p, cfg_.parse);
+  if (e != wire::Error::kOk) {
+    counters.rx_errors[static_cast<size_t>(e)]++;
+    return e;
+  }
+  OnPacket(p, now);
+  return e;
+}
+
+void RcDevice::OnPacket(const wire::RocePacket& p, uint64_t now) {
+  QueuePair* qp = FindQp(p.bth.dest_qp);
+  if (!qp) {
+    counters.rx_unknown_qp++;
+    return;
+  }
+  qp->OnPacket(p, now);
+}
+
+void RcDevice::MarkActive(QueuePair* qp) {
+  const uint32_t i = qp->qpn() & kQpIndexMask;
+  if (in_active_[i]) return;
+  in_active_[i] = 1;
+  active_.push_back(qp->qpn());
+}
+
+void RcDevice::TimerChanged(QueuePair* qp) {
+  const uint64_t d = qp->Deadline();
+  if (d && (qp->scheduled_timer_ == 0 || d < qp->scheduled_timer_)) {
+    qp->scheduled_timer_ = d;
+    timers_.push({d, qp->qpn()});
+  }
+}
+
+bool RcDevice::Transmit(const TxPacket& pkt, uint64_t now) {
+  if (!sink_->Transmit(pkt, now)) {
+    counters.tx_busy++;
+    return false;
+  }
+  counters.tx_packets++;
+  return true;
+}
+
+uint64_t RcDevice::NextDeadline() {
+  while (!timers_.empty()) {
+    const auto [d, qpn] = timers_.top();
+    QueuePair* qp = FindQp(qpn);
+    if (qp && qp->scheduled_timer_ == d) return d;
+    timers_.pop();  // stale
+  }
+  return 0;
+}
+
+size_t RcDevice::Poll(uint64_t now, size_t budget) {
+  // Timers first.
+  while (!timers_.empty() && timers_.top().first <= now) {
+    const auto [d, qpn] = timers_.top();
+    timers_.pop();
+    QueuePair* qp = FindQp(qpn);
+    if (!qp || qp->scheduled_timer_ != d) continue;
+    qp->scheduled_timer_ = 0;
+    qp->OnTimer(now);
+    TimerChanged(qp);  // a later deadline still pending gets its entry back
+  }
+  // Then a round-robin turn for every active QP.
+  size_t sent = 0;
+  size_t turns = active_.size();
+  while (turns-- > 0 && sent < budget) {
+    const uint32_t qpn = active_.front();
+    active_.pop_front();
+    const uint32_t i = qpn & kQpIndexMask;
+    QueuePair* qp = FindQp(qpn);
+    if (!qp) continue;  // destroyed since it was queued
+    in_active_[i] = 0;
+    sent += qp->PollTx(now, budget - sent);
+    if (qp->HasTxWork()) MarkActive(qp);
+  }
+  return sent;
+}
+
+}  // namespace roce::rc

@@ -1,0 +1,82 @@
+// The RC device: the queue-pair table (indexed by QPN), the memory table,
+// receive dispatch (parse + ICRC + lookup) and the progress loop that runs
+// timers and lets active QPs transmit. One device is one RNIC port's worth
+// of protocol state. Single-threaded: the engine (or the simulator) drives it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <vector>
+
+#include "stack/mem/memory_table.h"
+#include "stack/rc/qp.h"
+#include "stack/rc/queues.h"
+#include "stack/rc/tx.h"
+#include "stack/rc/types.h"
+#include "stack/wire/error.h"
+
+namespace roce::rc {
+
+struct DeviceCounters {
+  uint64_t rx_frames = 0;
+  uint64_t rx_errors[static_cast<size_t>(wire::Error::kCount)] = {};  // by reason
+  uint64_t rx_unknown_qp = 0;
+  uint64_t rx_not_rc = 0;      // UD/UC/CNP-less opcodes with no handler here
+  uint64_t tx_packets = 0;
+  uint64_t tx_busy = 0;        // sink refused a packet
+  uint64_t IcrcErrors() const { return rx_errors[static_cast<size_t>(wire::Error::kIcrcMismatch)]; }
+};
+
+class RcDevice {
+ public:
+  struct Config {
+    uint32_t max_qps = 256;      // QPNs 2 .. max_qps+1 (0 and 1 are special)
+    uint64_t mem_seed = 0;       // 0: random keys
+    uint32_t max_mem_objects = 1u << 16;
+    QpTuning tuning;
+    wire::ParseOptions parse;
+  };
+  RcDevice(const Config& cfg, PacketSink* sink);
+  ~RcDevice();
+
+  mem::MemoryTable& memory() { return mem_; }
+  const QpTuning& tuning() const { return cfg_.tuning; }
+
+  QueuePair* CreateQp(const QpCaps& caps, CompletionQueue* send_cq, CompletionQueue* recv_cq,
+                      ReceiveQueue* srq = nullptr, uint64_t context = 0);
+  void DestroyQp(QueuePair* qp);
+  QueuePair* FindQp(uint32_t qpn) const;
+
+  // Receive: a whole frame (parsed and ICRC-checked here) or an already
+  // parsed and verified packet.
+  wire::Error OnFrame(wire::ByteSpan frame, uint64_t now);
+  void OnPacket(const wire::RocePacket& p, uint64_t now);
+
+  // Progress: fire due timers, then let active QPs transmit (round robin) up
+  // to `budget` packets. Returns packets sent.
+  size_t Poll(uint64_t now, size_t budget = 256);
+  // Earliest pending timer (0: none) and whether any QP has packets to send.
+  uint64_t NextDeadline();
+  bool HasTxWork() const { return !active_.empty(); }
+
+  DeviceCounters counters;
+
+  // Used by QueuePair.
+  void MarkActive(QueuePair* qp);
+  void TimerChanged(QueuePair* qp);
+  bool Transmit(const TxPacket& pkt, uint64_t now);
+
+ private:
+  Config cfg_;
+  PacketSink* sink_;
+  mem::MemoryTable mem_;
+  std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn & mask
+  std::vector<uint8_t> qp_gen_;
+  std::vector<uint8_t> in_active_;
+  std::deque<uint32_t> active_;
+  using TimerEntry = std::pair<uint64_t, uint32_t>;  // deadline, qpn
+  std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>> timers_;
+};
+
+}  // namespace roce::rc

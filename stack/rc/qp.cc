@@ -1,0 +1,369 @@
+// Queue-pair state shared by the three roles: construction, state
+// transitions, posting, packet dispatch, timers and the TX turn.
+#include "stack/rc/qp.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "stack/mem/memory_table.h"
+#include "stack/rc/device.h"
+#include "stack/wire/psn.h"
+
+namespace roce::rc {
+
+using namespace roce::wire;
+
+const char* StatusName(Status s) {
+  switch (s) {
+    case Status::kSuccess: return "success";
+    case Status::kCanceled: return "canceled";
+    case Status::kBufferOverflow: return "buffer-overflow";
+    case Status::kDataError: return "data-error";
+    case Status::kAccessViolation: return "access-violation";
+    case Status::kIoTimeout: return "io-timeout";
+    case Status::kRemoteError: return "remote-error";
+    case Status::kInternalError: return "internal-error";
+  }
+  return "?";
+}
+
+const char* CauseName(Cause c) {
+  switch (c) {
+    case Cause::kNone: return "none";
+    case Cause::kFlushed: return "flushed";
+    case Cause::kRetryExceeded: return "retry-exceeded";
+    case Cause::kRnrRetryExceeded: return "rnr-retry-exceeded";
+    case Cause::kLocalProtection: return "local-protection";
+    case Cause::kLocalLength: return "local-length";
+    case Cause::kRemoteAccess: return "remote-access";
+    case Cause::kRemoteInvalidRequest: return "remote-invalid-request";
+    case Cause::kRemoteOperational: return "remote-operational";
+    case Cause::kBindError: return "bind-error";
+    case Cause::kInvalidate: return "invalidate";
+  }
+  return "?";
+}
+
+const char* PostResultName(PostResult r) {
+  switch (r) {
+    case PostResult::kOk: return "ok";
+    case PostResult::kInvalidState: return "invalid-state";
+    case PostResult::kQueueFull: return "queue-full";
+    case PostResult::kTooManySge: return "too-many-sge";
+    case PostResult::kInlineTooLarge: return "inline-too-large";
+    case PostResult::kInvalidParameter: return "invalid-parameter";
+  }
+  return "?";
+}
+
+const char* QpStateName(QpState s) {
+  switch (s) {
+    case QpState::kReset: return "reset";
+    case QpState::kInit: return "init";
+    case QpState::kRtr: return "rtr";
+    case QpState::kRts: return "rts";
+    case QpState::kError: return "error";
+  }
+  return "?";
+}
+
+uint64_t RnrTimerNs(uint8_t code) {
+  // IBTA table 45, in units of 10 us; code 0 is the longest (655.36 ms).
+  static constexpr uint32_t k10us[32] = {
+      65536, 1,    2,    3,    4,    6,    8,    12,   16,   24,   32,
+      48,    64,   96,   128,  192,  256,  384,  512,  768,  1024, 1536,
+      2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  return uint64_t{k10us[code & 31]} * 10000;
+}
+
+uint32_t QueuePair::SendWqe::LastPsn() const { return PsnAdd(first_psn, int64_t{npkts} - 1); }
+
+QueuePair::QueuePair(RcDevice* dev, uint32_t qpn, const QpCaps& caps, CompletionQueue* send_cq,
+                     CompletionQueue* recv_cq, ReceiveQueue* srq, uint64_t context)
+    : dev_(dev),
+      mem_(&dev->memory()),
+      qpn_(qpn),
+      context_(context),
+      caps_(caps),
+      send_cq_(send_cq),
+      recv_cq_(recv_cq),
+      srq_(srq),
+      rq_(srq ? 1 : caps.rq_depth, srq ? 1 : caps.max_recv_sge) {
+  caps_.sq_depth = std::max<uint32_t>(caps_.sq_depth, 1);
+  caps_.max_send_sge = std::clamp<uint32_t>(caps_.max_send_sge, 1, kMaxSge);
+  caps_.max_recv_sge = std::clamp<uint32_t>(caps_.max_recv_sge, 1, kMaxSge);
+  sq_.resize(caps_.sq_depth);
+  sq_sges_.resize(size_t{caps_.sq_depth} * caps_.max_send_sge);
+  sq_inline_.resize(size_t{caps_.sq_depth} * caps_.max_inline);
+}
+
+// ---- state transitions ------------------------------------------------------
+
+bool QueuePair::ToInit() {
+  if (state_ != QpState::kReset) return false;
+  state_ = QpState::kInit;
+  return true;
+}
+
+bool QueuePair::ToRtr(const QpAttr& attr) {
+  if (state_ != QpState::kInit) return false;
+  switch (attr.path_mtu) {
+    case 256: case 512: case 1024: case 2048: case 4096: break;
+    default: return false;
+  }
+  if (attr.dest_qpn > kPsnMask || attr.max_dest_rd_atomic == 0) return false;
+  attr_ = attr;
+  attr_.sq_psn &= kPsnMask;
+  attr_.rq_psn &= kPsnMask;
+  net_ = attr.path;
+  net_.eth.ethertype = net_.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
+  if (net_.ipv6) {
+    net_.ip6.next_header = kIpProtoUdp;
+  } else {
+    net_.ip4.protocol = kIpProtoUdp;
+    net_.ip4.ihl = 5;
+    net_.ip4.flags_frag = Ipv4Header::kFlagDf;
+  }
+  net_.udp.dst_port = kRoceV2Port;
+  net_.udp.checksum = 0;
+  if (net_.udp.src_port == 0) {
+    // Source-port entropy as Linux derives it: a 20-bit flow label folded
+    // from the two QPNs, then into 0xC000..0xFFFF.
+    uint64_t v = uint64_t{qpn_} * attr_.dest_qpn;
+    v ^= v >> 20;
+    v ^= v >> 40;
+    const uint32_t fl = static_cast<uint32_t>(v & 0xFFFFF);
+    net_.udp.src_port = static_cast<uint16_t>(((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)) | 0xC000);
+  }
+  epsn_ = attr_.rq_psn;
+  msn_ = 0;
+  nak_sent_ = false;
+  in_msg_ = InMsg::kNone;
+  read_res_.assign(attr_.max_dest_rd_atomic, ReadResource{});
+  read_res_next_ = 0;
+  max_responses_ = 2u * attr_.max_dest_rd_atomic + 32;
+  state_ = QpState::kRtr;
+  return true;
+}
+
+bool QueuePair::ToRts(uint64_t now) {
+  (void)now;
+  if (state_ != QpState::kRtr) return false;
+  next_psn_ = una_ = max_sent_ = attr_.sq_psn;
+  retry_left_ = attr_.retry_cnt;
+  rnr_left_ = attr_.rnr_retry;
+  state_ = QpState::kRts;
+  if (cursor_ != sq_tail_) dev_->MarkActive(this);
+  return true;
+}
+
+void QueuePair::ToError() {
+  if (state_ == QpState::kReset) return;
+  state_ = QpState::kError;
+  // Send queue: in posting order, finished WQEs keep their status, the
+  // failing one (if any) carries its error, everything else is canceled.
+  while (sq_head_ != sq_tail_) {
+    SendWqe& w = Slot(sq_head_);
+    if (!w.done && w.status == Status::kSuccess) {
+      w.status = Status::kCanceled;
+      w.cause = Cause::kFlushed;
+    }
+    PushSendCompletion(w);
+    sq_head_++;
+  }
+  cursor_ = ack_scan_ = sq_tail_;
+  cursor_pkt_ = 0;
+  reads_outstanding_ = 0;
+  retrans_deadline_ = rnr_deadline_ = 0;
+  // Receive side: the receive in progress and every posted receive.
+  if (have_recv_) CompleteRecv(Status::kCanceled, Cause::kFlushed);
+  if (!srq_) {
+    while (const RecvWqe* r = rq_.Front()) {
+      Completion c;
+      c.qp_context = context_;
+      c.request_context = r->context;
+      c.status = Status::kCanceled;
+      c.cause = Cause::kFlushed;
+      c.type = RequestType::kReceive;
+      c.qpn = qpn_;
+      recv_cq_->Push(c);
+      rq_.Pop();
+    }
+  }
+  in_msg_ = InMsg::kNone;
+  responses_.clear();
+  cnp_owed_ = false;
+  dev_->TimerChanged(this);
+}
+
+void QueuePair::ToReset() {
+  state_ = QpState::kReset;
+  sq_head_ = sq_tail_ = cursor_ = ack_scan_ = 0;
+  cursor_pkt_ = 0;
+  reads_outstanding_ = 0;
+  retrans_deadline_ = rnr_deadline_ = 0;
+  send_error_ = false;
+  have_recv_ = false;
+  in_msg_ = InMsg::kNone;
+  responses_.clear();
+  while (!srq_ && rq_.Front()) rq_.Pop();
+  cnp_owed_ = false;
+  have_cnp_time_ = false;
+  dev_->TimerChanged(this);
+}
+
+// ---- posting ----------------------------------------------------------------
+
+PostResult QueuePair::PostSend(const SendWr& wr) {
+  if (state_ == QpState::kReset) return PostResult::kInvalidState;
+  if (wr.num_sge > caps_.max_send_sge) return PostResult::kTooManySge;
+  if (wr.num_sge && !wr.sge) return PostResult::kInvalidParameter;
+  if (sq_tail_ - sq_head_ >= sq_.size()) return PostResult::kQueueFull;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < wr.num_sge; i++) total += wr.sge[i].length;
+  const bool local = wr.op == WrOp::kBind || wr.op == WrOp::kInvalidate;
+  if (!local && total > kMaxMessage) return PostResult::kInvalidParameter;
+  const bool inl = (wr.flags & kInline) && !local;
+  if (inl) {
+    if (wr.op == WrOp::kRead) return PostResult::kInvalidParameter;
+    if (total > caps_.max_inline) return PostResult::kInlineTooLarge;
+  }
+  const size_t slot = sq_tail_ % sq_.size();
+  SendWqe& w = sq_[slot];
+  w = SendWqe{};
+  w.wr = wr;
+  w.length = local ? 0 : static_cast<uint32_t>(total);
+  Sge* sges = &sq_sges_[slot * caps_.max_send_sge];
+  if (inl) {
+    // Inline: the bytes are copied now; the caller may reuse its buffers.
+    w.inline_data = &sq_inline_[slot * caps_.max_inline];
+    size_t off = 0;
+    for (uint32_t i = 0; i < wr.num_sge; i++) {
+      if (wr.sge[i].length) std::memcpy(w.inline_data + off, reinterpret_cast<const void*>(wr.sge[i].addr), wr.sge[i].length);
+      off += wr.sge[i].length;
+    }
+    w.wr.sge = nullptr;
+    w.wr.num_sge = 0;
+  } else {
+    std::copy(wr.sge, wr.sge + wr.num_sge, sges);
+    w.wr.sge = sges;
+  }
+  sq_tail_++;
+  if (state_ == QpState::kError) {
+    // Posting to a QP in error: flushed at once, in order.
+    w.status = Status::kCanceled;
+    w.cause = Cause::kFlushed;
+    PushSendCompletion(w);
+    sq_head_ = cursor_ = ack_scan_ = sq_tail_;
+    return PostResult::kOk;
+  }
+  if (state_ == QpState::kRts) dev_->MarkActive(this);
+  return PostResult::kOk;
+}
+
+PostResult QueuePair::PostRecv(const RecvWr& wr) {
+  if (srq_) return PostResult::kInvalidState;  // post to the SRQ instead
+  if (state_ == QpState::kReset) return PostResult::kInvalidState;
+  const PostResult r = rq_.Post(wr);
+  if (r == PostResult::kOk && state_ == QpState::kError) {
+    const RecvWqe* f = rq_.Front();
+    Completion c;
+    c.qp_context = context_;
+    c.request_context = f->context;
+    c.status = Status::kCanceled;
+    c.cause = Cause::kFlushed;
+    c.type = RequestType::kReceive;
+    c.qpn = qpn_;
+    recv_cq_->Push(c);
+    rq_.Pop();
+  }
+  return r;
+}
+
+// ---- dispatch, TX turn, timers ------------------------------------------------------
+
+void QueuePair::OnPacket(const RocePacket& p, uint64_t now) {
+  if (state_ != QpState::kRtr && state_ != QpState::kRts) {
+    counters.dropped_state++;
+    return;
+  }
+  // RC only, from our peer, on our partition.
+  const OpcodeInfo& info = p.info();
+  if ((info.transport != Transport::kRc && info.transport != Transport::kCnp) ||
+      p.bth.pkey != 0xFFFF || p.ipv6 != net_.ipv6 || p.SrcIp() != net_.DstIp() ||
+      p.DstIp() != net_.SrcIp()) {
+    counters.dropped_bad++;
+    return;
+  }
+  counters.rx_packets++;
+  counters.rx_bytes += p.payload.size();
+  if (info.transport == Transport::kCnp) {
+    counters.cnps_received++;
+    return;
+  }
+  if (info.request) {
+    OnRequest(p, now);
+  } else if (state_ == QpState::kRts) {
+    OnResponse(p, now);
+  } else {
+    counters.dropped_state++;
+  }
+  if (HasTxWork()) dev_->MarkActive(this);
+}
+
+bool QueuePair::HasTxWork() const {
+  if (state_ != QpState::kRtr && state_ != QpState::kRts) return false;
+  if (cnp_owed_ || !responses_.empty()) return true;
+  return state_ == QpState::kRts && cursor_ != sq_tail_ && rnr_deadline_ == 0;
+}
+
+size_t QueuePair::PollTx(uint64_t now, size_t budget) {
+  budget = std::min<size_t>(budget, dev_->tuning().max_tx_per_poll);
+  size_t n = 0;
+  if (state_ != QpState::kRtr && state_ != QpState::kRts) return 0;
+  // Responses first: they complete the peer's work and free its window.
+  n += ResponderTx(now, budget);
+  if (state_ == QpState::kRts && n < budget) n += RequesterTx(now, budget - n);
+  return n;
+}
+
+uint64_t QueuePair::Deadline() const {
+  uint64_t d = 0;
+  for (uint64_t t : {retrans_deadline_, rnr_deadline_})
+    if (t && (!d || t < d)) d = t;
+  return d;
+}
+
+void QueuePair::OnTimer(uint64_t now) {
+  if (state_ != QpState::kRts) return;
+  if (rnr_deadline_ && now >= rnr_deadline_) {
+    rnr_deadline_ = 0;
+    ArmRetransmitTimer(now);
+    dev_->MarkActive(this);
+  }
+  if (retrans_deadline_ && now >= retrans_deadline_) {
+    retrans_deadline_ = 0;
+    if (una_ != next_psn_) {
+      counters.timeouts++;
+      if (ConsumeRetry(now)) {
+        RetryFrom(una_);
+        ArmRetransmitTimer(now);
+        dev_->MarkActive(this);
+      }
+    }
+  }
+  dev_->TimerChanged(this);
+}
+
+bool QueuePair::Send(TxPacket& pkt, uint64_t now) {
+  pkt.net = &net_;
+  pkt.qpn = qpn_;
+  pkt.bth.pkey = 0xFFFF;
+  pkt.bth.dest_qp = attr_.dest_qpn;
+  if (!dev_->Transmit(pkt, now)) return false;
+  counters.tx_packets++;
+  counters.tx_bytes += pkt.payload_len;
+  return true;
+}
+
+}  // namespace roce::rc

@@ -1,0 +1,233 @@
+// A reliable-connected queue pair: the requester (segments work requests
+// into packets, stamps PSNs, retransmits go-back-N on NAK / timeout / RNR),
+// the completer (ACKs, NAKs, read responses → completions in posting order)
+// and the responder (PSN checks, duplicates, placement with key/bounds/rights
+// checks, read responses replayed from saved state, coalesced ACKs, NAKs, CNPs).
+//
+// Pure protocol: no DPDK, no threads, no clock reads. Time comes in as `now`
+// (nanoseconds, any epoch); packets leave through the device's PacketSink.
+// The three roles live in requester.cc, completer.cc and responder.cc, named
+// after the IBTA chapters as in Linux rxe; this file holds the shared state.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "stack/rc/queues.h"
+#include "stack/rc/tx.h"
+#include "stack/rc/types.h"
+
+namespace roce::mem {
+class MemoryTable;
+}
+
+namespace roce::rc {
+
+class RcDevice;
+
+// Copies `data` into an SGE list starting at byte `offset` of the list (the
+// SGEs must have been validated).
+void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan data);
+
+struct QpCounters {
+  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
+  uint64_t retransmits = 0;           // packets sent again
+  uint64_t timeouts = 0;              // retransmit timer expiries with data outstanding
+  uint64_t seq_naks_sent = 0, seq_naks_received = 0;
+  uint64_t rnr_naks_sent = 0, rnr_naks_received = 0;
+  uint64_t access_naks_sent = 0, access_naks_received = 0;
+  uint64_t invalid_naks_sent = 0, invalid_naks_received = 0;
+  uint64_t op_naks_sent = 0, op_naks_received = 0;
+  uint64_t implied_naks = 0;          // ACK past an unanswered Read
+  uint64_t duplicates = 0;            // duplicate requests received
+  uint64_t read_replays = 0;
+  uint64_t stale_replays = 0;         // duplicate Reads whose memory no longer validates (dropped)
+  uint64_t out_of_sequence = 0;       // requests dropped after a sequence NAK
+  uint64_t dup_responses = 0;         // stale ACKs / read responses ignored
+  uint64_t acks_sent = 0, acks_received = 0;
+  uint64_t cnps_sent = 0, cnps_received = 0, ce_received = 0;
+  uint64_t dropped_state = 0;         // packets for a QP not in a receiving state
+  uint64_t dropped_bad = 0;           // malformed for this QP (wrong peer, P_Key, transport)
+};
+
+class QueuePair {
+ public:
+  QueuePair(RcDevice* dev, uint32_t qpn, const QpCaps& caps, CompletionQueue* send_cq,
+            CompletionQueue* recv_cq, ReceiveQueue* srq, uint64_t context);
+  QueuePair(const QueuePair&) = delete;
+  QueuePair& operator=(const QueuePair&) = delete;
+
+  uint32_t qpn() const { return qpn_; }
+  uint64_t context() const { return context_; }
+  QpState state() const { return state_; }
+  const QpAttr& attr() const { return attr_; }
+  const QpCaps& caps() const { return caps_; }
+  ReceiveQueue* srq() const { return srq_; }
+
+  // State transitions. Each returns false if not allowed from the current state.
+  bool ToInit();
+  bool ToRtr(const QpAttr& attr);
+  bool ToRts(uint64_t now);
+  // Moves to Error and flushes everything outstanding (as CANCELED).
+  void ToError();
+  // Back to Reset: drops all state without completions (the QP can be reused).
+  void ToReset();
+
+  // Application side.
+  PostResult PostSend(const SendWr& wr);
+  PostResult PostRecv(const RecvWr& wr);
+
+  // Engine side.
+  void OnPacket(const wire::RocePacket& p, uint64_t now);
+  size_t PollTx(uint64_t now, size_t budget);
+  bool HasTxWork() const;
+  void OnTimer(uint64_t now);
+  uint64_t Deadline() const;  // earliest timer, 0 = none
+
+  QpCounters counters;
+
+  // For tests: the requester's view.
+  uint32_t next_psn() const { return next_psn_; }
+  uint32_t una() const { return una_; }
+  uint32_t expected_psn() const { return epsn_; }
+  uint32_t outstanding_sends() const { return static_cast<uint32_t>(sq_tail_ - sq_head_); }
+
+ private:
+  // ---- send queue ---------------------------------------------------------
+  struct SendWqe {
+    SendWr wr;                 // wr.sge points at this slot's SGE storage
+    uint8_t* inline_data = nullptr;
+    uint32_t length = 0;
+    bool started = false;      // PSNs assigned (local ops: executed)
+    bool done = false;         // acknowledged / answered / executed
+    bool local_checked = false;
+    uint32_t first_psn = 0, npkts = 0;
+    uint32_t req_psn = 0;      // Read: PSN of the last request sent
+    uint32_t resp_psn = 0;     // Read: next response PSN expected
+    bool gap_retry = false;    // Read: a retry was requested for a gap at gap_psn
+    uint32_t gap_psn = 0;
+    Status status = Status::kSuccess;
+    Cause cause = Cause::kNone;
+    uint32_t LastPsn() const;
+    bool IsRead() const { return wr.op == WrOp::kRead; }
+    bool IsLocal() const { return wr.op == WrOp::kBind || wr.op == WrOp::kInvalidate; }
+  };
+  SendWqe& Slot(uint64_t i) { return sq_[i % sq_.size()]; }
+  const SendWqe& Slot(uint64_t i) const { return sq_[i % sq_.size()]; }
+
+  // ---- requester (requester.cc) ---------------------------------------------
+  size_t RequesterTx(uint64_t now, size_t budget);
+  bool StartWqe(SendWqe& w, uint64_t now);
+  void ExecuteLocal(SendWqe& w);
+  bool EmitRequest(SendWqe& w, uint32_t pkt, uint64_t now);
+  void Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;
+  void RetryFrom(uint32_t psn);
+  void ArmRetransmitTimer(uint64_t now);
+
+  // ---- completer (completer.cc) ---------------------------------------------
+  void OnResponse(const wire::RocePacket& p, uint64_t now);
+  void OnAck(uint32_t psn, uint64_t now);
+  void OnNak(uint32_t psn, uint8_t syndrome, uint64_t now);
+  void OnReadResponse(const wire::RocePacket& p, uint64_t now);
+  // Acknowledges all PSNs before new_una; returns false if an unanswered Read
+  // stands in the way (implied NAK: a retry from its next response is started).
+  bool AdvanceUna(uint32_t new_una, uint64_t now);
+  void FailAt(uint32_t psn, Status st, Cause cause);
+  void CompleteSendHead();
+  void PushSendCompletion(const SendWqe& w);
+  bool ConsumeRetry(uint64_t now);  // false: retries exhausted (QP failed)
+
+  // ---- responder (responder.cc) ---------------------------------------------
+  void OnRequest(const wire::RocePacket& p, uint64_t now);
+  void OnDuplicate(const wire::RocePacket& p);
+  bool TakeRecv();  // cur_recv_ from RQ/SRQ
+  bool PlaceRecv(wire::ByteSpan data);
+  void CompleteRecv(Status st, Cause cause);
+  void ResponderError(uint8_t nak_code, Status recv_status, Cause cause);
+  size_t ResponderTx(uint64_t now, size_t budget);
+  void QueueAck();
+  void QueueNak(uint8_t syndrome, uint32_t psn);
+  bool Send(TxPacket& pkt, uint64_t now);
+
+  RcDevice* dev_;
+  mem::MemoryTable* mem_;
+  const uint32_t qpn_;
+  const uint64_t context_;
+  QpCaps caps_;
+  QpAttr attr_;
+  QpState state_ = QpState::kReset;
+  CompletionQueue* send_cq_;
+  CompletionQueue* recv_cq_;
+  ReceiveQueue* srq_;
+  ReceiveQueue rq_;  // unused with an SRQ
+
+  // Send queue: [sq_head_, sq_tail_) posted and not yet completed.
+  std::vector<SendWqe> sq_;
+  std::vector<Sge> sq_sges_;
+  std::vector<uint8_t> sq_inline_;
+  uint64_t sq_head_ = 0, sq_tail_ = 0;
+  uint64_t cursor_ = 0;        // next WQE to (re)transmit from
+  uint32_t cursor_pkt_ = 0;    // packet index inside it
+  uint64_t ack_scan_ = 0;      // first WQE not yet known to be acknowledged
+  uint32_t next_psn_ = 0;      // PSN of the next new packet
+  uint32_t una_ = 0;           // oldest unacknowledged PSN
+  uint32_t max_sent_ = 0;      // PSN after the highest one sent (counts retransmits)
+  uint32_t since_ack_req_ = 0;
+  uint32_t reads_outstanding_ = 0;
+  int retry_left_ = 7, rnr_left_ = 7;
+  uint64_t retrans_deadline_ = 0;  // 0 = not armed
+  uint64_t rnr_deadline_ = 0;      // 0 = not waiting
+  bool send_error_ = false;        // a WQE failed; the QP is going to error
+
+  // Responder.
+  uint32_t epsn_ = 0;
+  uint32_t msn_ = 0;
+  bool nak_sent_ = false;          // sequence or RNR NAK outstanding for epsn_
+  enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
+  bool have_recv_ = false;
+  RecvWqe cur_recv_;
+  Sge cur_sges_[kMaxSge];
+  uint32_t recv_checked_ = 0;      // SGEs of cur_recv_ already validated
+  uint64_t recv_off_ = 0;
+  uint64_t write_va_ = 0;
+  uint32_t write_rkey_ = 0;
+  uint32_t write_left_ = 0;
+  uint32_t write_total_ = 0;
+  uint64_t last_cnp_ = 0;
+  bool cnp_owed_ = false;
+  bool have_cnp_time_ = false;
+  bool error_pending_ = false;     // a fatal NAK is queued; go to Error once it is sent
+  bool recv_with_imm_ = false, recv_with_inv_ = false;
+  uint32_t recv_imm_ = 0, recv_inv_rkey_ = 0;
+  uint64_t scheduled_timer_ = 0;   // deadline the device's timer heap holds for us
+  friend class RcDevice;
+
+  struct ReadResource {
+    uint32_t first_psn = 0, npkts = 0;
+    uint64_t va = 0;
+    uint32_t rkey = 0, length = 0;
+    bool valid = false;
+  };
+  std::vector<ReadResource> read_res_;  // ring of max_dest_rd_atomic entries
+  uint32_t read_res_next_ = 0;
+
+  // Responses in the order they must leave: ACK/NAKs and read-response jobs.
+  struct Response {
+    enum class Kind : uint8_t { kAck, kNak, kRead } kind;
+    uint32_t psn;        // ACK/NAK PSN; read: next response PSN
+    uint8_t syndrome = 0;
+    uint32_t msn = 0;
+    uint32_t res = 0;    // read resource index
+    uint32_t start_psn = 0;  // read: PSN of the request being answered
+    uint64_t offset = 0;     // read: bytes already sent
+    bool replay = false;     // read: answering a duplicate request
+  };
+  std::deque<Response> responses_;
+  size_t max_responses_ = 64;
+
+  // Path template: Ethernet/IP/UDP + our BTH defaults.
+  wire::NetHeaders net_;
+};
+
+}  // namespace roce::rc

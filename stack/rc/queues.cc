@@ -1,0 +1,65 @@
+#include "stack/rc/queues.h"
+
+#include <algorithm>
+
+namespace roce::rc {
+
+CompletionQueue::CompletionQueue(uint32_t depth) : ring_(std::max<uint32_t>(depth, 1)) {}
+
+bool CompletionQueue::Push(const Completion& c) {
+  const uint64_t t = tail_.load(std::memory_order_relaxed);
+  if (t - head_.load(std::memory_order_acquire) >= ring_.size()) {
+    overflows_++;
+    return false;
+  }
+  ring_[t % ring_.size()] = c;
+  tail_.store(t + 1, std::memory_order_release);
+  if (on_push) on_push(c);
+  return true;
+}
+
+uint32_t CompletionQueue::Poll(Completion* out, uint32_t max) {
+  uint64_t h = head_.load(std::memory_order_relaxed);
+  const uint64_t t = tail_.load(std::memory_order_acquire);
+  uint32_t n = 0;
+  while (h != t && n < max) out[n++] = ring_[h++ % ring_.size()];
+  head_.store(h, std::memory_order_release);
+  return n;
+}
+
+ReceiveQueue::ReceiveQueue(uint32_t depth, uint32_t max_sge)
+    : depth_(std::max<uint32_t>(depth, 1)),
+      max_sge_(std::max<uint32_t>(max_sge, 1)),
+      ring_(depth_),
+      sges_(size_t{depth_} * max_sge_) {}
+
+PostResult ReceiveQueue::Post(const RecvWr& wr) {
+  if (wr.num_sge > max_sge_) return PostResult::kTooManySge;
+  if (wr.num_sge && !wr.sge) return PostResult::kInvalidParameter;
+  const uint64_t t = tail_.load(std::memory_order_relaxed);
+  if (t - head_.load(std::memory_order_acquire) >= depth_) return PostResult::kQueueFull;
+  const size_t slot = t % depth_;
+  RecvWqe& w = ring_[slot];
+  Sge* dst = &sges_[slot * max_sge_];
+  uint64_t len = 0;
+  for (uint32_t i = 0; i < wr.num_sge; i++) {
+    dst[i] = wr.sge[i];
+    len += wr.sge[i].length;
+  }
+  w.context = wr.context;
+  w.num_sge = wr.num_sge;
+  w.length = len;
+  w.sge = dst;
+  tail_.store(t + 1, std::memory_order_release);
+  return PostResult::kOk;
+}
+
+const RecvWqe* ReceiveQueue::Front() const {
+  const uint64_t h = head_.load(std::memory_order_relaxed);
+  if (h == tail_.load(std::memory_order_acquire)) return nullptr;
+  return &ring_[h % depth_];
+}
+
+void ReceiveQueue::Pop() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+}  // namespace roce::rc

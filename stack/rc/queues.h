@@ -1,0 +1,68 @@
+// Completion queue and receive queue (a QP's own, or shared: SRQ). Both are
+// single-producer / single-consumer rings so the application thread (posting
+// receives, polling completions) and the engine thread (consuming receives,
+// pushing completions) can share them without locks; in inline mode both
+// sides are the same thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "stack/rc/types.h"
+
+namespace roce::rc {
+
+class CompletionQueue {
+ public:
+  explicit CompletionQueue(uint32_t depth);
+  // Producer (engine). Returns false when full (the completion is lost and counted).
+  bool Push(const Completion& c);
+  // Consumer (application). Returns the number written to out.
+  uint32_t Poll(Completion* out, uint32_t max);
+  uint32_t depth() const { return static_cast<uint32_t>(ring_.size()); }
+  uint32_t size() const {
+    return static_cast<uint32_t>(tail_.load(std::memory_order_acquire) -
+                                 head_.load(std::memory_order_acquire));
+  }
+  uint64_t overflows() const { return overflows_; }
+  // Called by the producer after each push (ND2 Notify is built on it).
+  std::function<void(const Completion&)> on_push;
+
+ private:
+  std::vector<Completion> ring_;
+  std::atomic<uint64_t> head_{0}, tail_{0};
+  uint64_t overflows_ = 0;
+};
+
+struct RecvWqe {
+  uint64_t context = 0;
+  uint32_t num_sge = 0;
+  uint64_t length = 0;  // sum of SGE lengths
+  const Sge* sge = nullptr;
+};
+
+class ReceiveQueue {
+ public:
+  ReceiveQueue(uint32_t depth, uint32_t max_sge);
+  // Producer (application).
+  PostResult Post(const RecvWr& wr);
+  // Consumer (engine): the oldest posted WQE, or nullptr.
+  const RecvWqe* Front() const;
+  void Pop();
+  uint32_t size() const {
+    return static_cast<uint32_t>(tail_.load(std::memory_order_acquire) -
+                                 head_.load(std::memory_order_acquire));
+  }
+  uint32_t depth() const { return depth_; }
+  uint32_t max_sge() const { return max_sge_; }
+
+ private:
+  uint32_t depth_, max_sge_;
+  std::vector<RecvWqe> ring_;
+  std::vector<Sge> sges_;
+  std::atomic<uint64_t> head_{0}, tail_{0};
+};
+
+}  // namespace roce::rc

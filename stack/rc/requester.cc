@@ -1,0 +1,213 @@
+// Requester (IBTA §9.7.4 / rxe_req.c behaviour): turns send-queue WQEs into
+// request packets — path-MTU segmentation with FIRST/MIDDLE/LAST/ONLY
+// opcodes, PSNs, AckReq — within the window, the outbound read limit and
+// READ_FENCE; executes memory-window Bind/Invalidate in order; and restarts
+// from any PSN for go-back-N (a Read resumes from the middle of its response).
+#include <algorithm>
+
+#include "stack/mem/memory_table.h"
+#include "stack/rc/device.h"
+#include "stack/rc/qp.h"
+#include "stack/wire/psn.h"
+
+namespace roce::rc {
+
+using namespace roce::wire;
+
+size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
+  if (rnr_deadline_ || send_error_) return 0;
+  const uint32_t window = dev_->tuning().max_unacked_psns;
+  size_t n = 0;
+  while (n < budget && cursor_ != sq_tail_ && state_ == QpState::kRts) {
+    SendWqe& w = Slot(cursor_);
+    if (!w.started) {
+      if (!StartWqe(w, now)) break;
+    }
+    if (w.IsLocal() || w.done) {
+      cursor_++;
+      cursor_pkt_ = 0;
+      continue;
+    }
+    const uint32_t psn = PsnAdd(w.first_psn, cursor_pkt_);
+    if (PsnDiff(psn, una_) >= static_cast<int32_t>(window)) break;
+    if (!EmitRequest(w, cursor_pkt_, now)) break;
+    n++;
+    if (w.IsRead() || ++cursor_pkt_ >= w.npkts) {
+      cursor_++;
+      cursor_pkt_ = 0;
+    }
+  }
+  return n;
+}
+
+bool QueuePair::StartWqe(SendWqe& w, uint64_t now) {
+  (void)now;
+  if (w.IsLocal()) {
+    ExecuteLocal(w);
+    w.started = true;
+    w.first_psn = next_psn_;
+    w.npkts = 0;
+    if (w.status != Status::kSuccess) {
+      send_error_ = true;
+      ToError();
+      return false;
+    }
+    w.done = true;
+    CompleteSendHead();
+    return true;
+  }
+  if ((w.wr.flags & kReadFence) && reads_outstanding_ > 0) return false;
+  if (w.IsRead() && reads_outstanding_ >= std::max<uint32_t>(attr_.max_rd_atomic, 1)) return false;
+  if (PsnDiff(next_psn_, una_) >= static_cast<int32_t>(dev_->tuning().max_unacked_psns))
+    return false;
+  if (!w.inline_data) {
+    // Local SGEs: Send/Write sources need any registered region, Read sinks
+    // need local write (or RDMA_READ_SINK).
+    const uint32_t need = w.IsRead() ? uint32_t{mem::kReadSink} : 0u;
+    for (uint32_t i = 0; i < w.wr.num_sge; i++) {
+      const Sge& s = w.wr.sge[i];
+      if (mem_->CheckLocal(s.lkey, s.addr, s.length, need) != mem::Result::kOk) {
+        w.started = true;
+        w.status = Status::kAccessViolation;
+        w.cause = Cause::kLocalProtection;
+        send_error_ = true;
+        ToError();
+        return false;
+      }
+    }
+  }
+  const uint32_t mtu = attr_.path_mtu;
+  w.npkts = std::max<uint32_t>(1, (w.length + mtu - 1) / mtu);
+  w.first_psn = next_psn_;
+  next_psn_ = PsnAdd(next_psn_, w.npkts);
+  w.started = true;
+  if (w.IsRead()) {
+    w.resp_psn = w.first_psn;
+    reads_outstanding_++;
+  }
+  cursor_pkt_ = 0;
+  return true;
+}
+
+void QueuePair::ExecuteLocal(SendWqe& w) {
+  mem::Result r;
+  if (w.wr.op == WrOp::kBind) {
+    r = mem_->BindWindow(w.wr.mw, w.wr.bind_token, w.wr.mr, w.wr.bind_addr, w.wr.bind_length,
+                         w.wr.bind_access);
+  } else {
+    r = mem_->InvalidateWindow(w.wr.mw);
+  }
+  if (r != mem::Result::kOk) {
+    w.status = Status::kAccessViolation;
+    w.cause = w.wr.op == WrOp::kBind ? Cause::kBindError : Cause::kInvalidate;
+  }
+}
+
+void QueuePair::Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const {
+  pkt->payload_len = len;
+  pkt->nseg = 0;
+  if (len == 0) return;
+  if (w.inline_data) {
+    pkt->seg[0] = {w.inline_data + offset, len};
+    pkt->nseg = 1;
+    return;
+  }
+  uint64_t pos = 0;
+  for (uint32_t i = 0; i < w.wr.num_sge && len; i++) {
+    const Sge& s = w.wr.sge[i];
+    if (offset >= pos + s.length) {
+      pos += s.length;
+      continue;
+    }
+    const uint64_t in = offset - pos;
+    const uint32_t take = static_cast<uint32_t>(std::min<uint64_t>(s.length - in, len));
+    pkt->seg[pkt->nseg++] = {reinterpret_cast<const uint8_t*>(s.addr + in), take};
+    offset += take;
+    len -= take;
+    pos += s.length;
+  }
+}
+
+bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now) {
+  TxPacket pkt;
+  const uint32_t mtu = attr_.path_mtu;
+  const uint32_t psn = PsnAdd(w.first_psn, k);
+  const uint64_t offset = uint64_t{k} * mtu;
+  pkt.bth.psn = psn;
+  pkt.bth.mig_req = true;
+  bool last = true;
+  if (w.IsRead()) {
+    pkt.bth.opcode = op::kRcReadRequest;
+    pkt.ext.reth = {w.wr.remote_addr + offset, w.wr.rkey, static_cast<uint32_t>(w.length - offset)};
+    pkt.payload_len = 0;
+  } else {
+    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu, w.length - offset));
+    const bool first = k == 0;
+    last = k + 1 == w.npkts;
+    const bool send = w.wr.op == WrOp::kSend || w.wr.op == WrOp::kSendWithImm ||
+                      w.wr.op == WrOp::kSendWithInvalidate;
+    const bool imm = w.wr.op == WrOp::kSendWithImm || w.wr.op == WrOp::kWriteWithImm;
+    const bool inv = w.wr.op == WrOp::kSendWithInvalidate;
+    uint8_t code;
+    if (send) {
+      if (first && last) code = imm ? op::kRcSendOnlyImm : inv ? op::kRcSendOnlyInv : op::kRcSendOnly;
+      else if (first) code = op::kRcSendFirst;
+      else if (last) code = imm ? op::kRcSendLastImm : inv ? op::kRcSendLastInv : op::kRcSendLast;
+      else code = op::kRcSendMiddle;
+      pkt.bth.se = last && (w.wr.flags & kSolicited);
+    } else {
+      if (first && last) code = imm ? op::kRcWriteOnlyImm : op::kRcWriteOnly;
+      else if (first) code = op::kRcWriteFirst;
+      else if (last) code = imm ? op::kRcWriteLastImm : op::kRcWriteLast;
+      else code = op::kRcWriteMiddle;
+      if (first) pkt.ext.reth = {w.wr.remote_addr, w.wr.rkey, w.length};
+      pkt.bth.se = last && imm && (w.wr.flags & kSolicited);
+    }
+    pkt.bth.opcode = code;
+    if (last) {
+      pkt.ext.imm = w.wr.imm;
+      pkt.ext.ieth_rkey = w.wr.invalidate_rkey;
+    }
+    Gather(w, offset, len, &pkt);
+  }
+  const QpTuning& t = dev_->tuning();
+  pkt.bth.ack_req = last || since_ack_req_ + 1 >= t.ack_req_every ||
+                    PsnDiff(PsnAdd(psn, 1), una_) >= static_cast<int32_t>(t.max_unacked_psns);
+  const bool retransmit = PsnLess(psn, max_sent_);
+  if (w.IsRead()) w.req_psn = psn;
+  if (!Send(pkt, now)) return false;
+  if (retransmit) counters.retransmits++;
+  const uint32_t end = w.IsRead() ? PsnAdd(w.LastPsn(), 1) : PsnAdd(psn, 1);
+  if (PsnDiff(end, max_sent_) > 0) max_sent_ = end;
+  since_ack_req_ = pkt.bth.ack_req ? 0 : since_ack_req_ + 1;
+  if (!retrans_deadline_) ArmRetransmitTimer(now);
+  return true;
+}
+
+void QueuePair::RetryFrom(uint32_t psn) {
+  for (uint64_t i = sq_head_; i != sq_tail_; i++) {
+    SendWqe& w = Slot(i);
+    if (!w.started) {
+      cursor_ = i;
+      cursor_pkt_ = 0;
+      return;
+    }
+    if (w.IsLocal() || w.done) continue;
+    if (PsnDiff(psn, w.first_psn) >= 0 && PsnDiff(psn, w.LastPsn()) <= 0) {
+      cursor_ = i;
+      cursor_pkt_ = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
+      if (w.IsRead()) cursor_pkt_ = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+      return;
+    }
+  }
+  cursor_ = sq_tail_;
+  cursor_pkt_ = 0;
+}
+
+void QueuePair::ArmRetransmitTimer(uint64_t now) {
+  const uint64_t t = AckTimeoutNs(attr_.timeout);
+  retrans_deadline_ = (t && una_ != next_psn_) ? now + t : 0;
+  dev_->TimerChanged(this);
+}
+
+}  // namespace roce::rc

@@ -1,0 +1,393 @@
+// Responder (IBTA §9.7.5.1 / rxe_resp.c behaviour): PSN checks (expected,
+// duplicate, out of sequence: one sequence NAK then silent drops until the
+// expected PSN arrives), opcode-sequence and length checks, receive
+// consumption (RQ or SRQ) with RNR NAK when none is posted, placement after
+// token/bounds/rights checks (nothing is written on failure), Read requests
+// answered from saved state (replayed for duplicates, up to the inbound read
+// limit), coalesced ACKs carrying the MSN, NAKs, and CNPs for CE-marked
+// requests. Responses leave in order through one queue: an ACK never
+// overtakes the read responses before it.
+#include <algorithm>
+#include <cstring>
+
+#include "stack/mem/memory_table.h"
+#include "stack/rc/device.h"
+#include "stack/rc/qp.h"
+#include "stack/wire/psn.h"
+
+namespace roce::rc {
+
+using namespace roce::wire;
+
+void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
+  if (error_pending_) {
+    counters.dropped_state++;
+    return;
+  }
+  if (p.Ecn() == 3) {
+    counters.ce_received++;
+    if (!have_cnp_time_ || now - last_cnp_ >= dev_->tuning().cnp_interval_ns) cnp_owed_ = true;
+  }
+  const int32_t d = PsnDiff(p.bth.psn, epsn_);
+  if (d > 0) {
+    counters.out_of_sequence++;
+    if (!nak_sent_) {
+      nak_sent_ = true;
+      counters.seq_naks_sent++;
+      QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
+    }
+    return;
+  }
+  if (d < 0) {
+    OnDuplicate(p);
+    return;
+  }
+  if (responses_.size() >= max_responses_) {  // cannot answer now: the requester will retry
+    counters.out_of_sequence++;
+    return;
+  }
+  nak_sent_ = false;
+
+  const OpcodeInfo& info = p.info();
+  const Position pos = info.position;
+  const uint32_t mtu = attr_.path_mtu;
+  const size_t len = p.payload.size();
+  bool seq_ok;
+  switch (in_msg_) {
+    case InMsg::kSend:
+      seq_ok = info.kind == OpKind::kSend && (pos == Position::kMiddle || pos == Position::kLast);
+      break;
+    case InMsg::kWrite:
+      seq_ok = info.kind == OpKind::kWrite && (pos == Position::kMiddle || pos == Position::kLast);
+      break;
+    default:
+      seq_ok = pos == Position::kFirst || pos == Position::kOnly;
+  }
+  const bool len_ok = (pos == Position::kFirst || pos == Position::kMiddle)
+                          ? len == mtu
+                          : len <= mtu && !(pos == Position::kLast && len == 0);
+  if (!seq_ok || !len_ok) {
+    ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled, Cause::kRemoteInvalidRequest);
+    return;
+  }
+  const bool ends = pos == Position::kLast || pos == Position::kOnly;
+
+  switch (info.kind) {
+    case OpKind::kSend: {
+      if (!have_recv_ && !TakeRecv()) {
+        counters.rnr_naks_sent++;
+        nak_sent_ = true;
+        QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
+        return;
+      }
+      if (!PlaceRecv(p.payload)) return;
+      if (!ends) {
+        in_msg_ = InMsg::kSend;
+        break;
+      }
+      recv_with_imm_ = p.Has(kHdrImmDt);
+      recv_imm_ = p.imm;
+      recv_with_inv_ = p.Has(kHdrIeth);
+      recv_inv_rkey_ = p.ieth_rkey;
+      if (recv_with_inv_ && mem_->InvalidateRemote(p.ieth_rkey) != mem::Result::kOk) {
+        ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kInvalidate);
+        return;
+      }
+      CompleteRecv(Status::kSuccess, Cause::kNone);
+      msn_ = PsnAdd(msn_, 1);
+      in_msg_ = InMsg::kNone;
+      break;
+    }
+    case OpKind::kWrite: {
+      if (pos == Position::kFirst || pos == Position::kOnly) {
+        write_va_ = p.reth.va;
+        write_rkey_ = p.reth.rkey;
+        write_left_ = write_total_ = p.reth.dma_length;
+        if (write_total_ &&
+            mem_->CheckRemote(write_rkey_, write_va_, write_total_, mem::kRemoteWrite) !=
+                mem::Result::kOk) {
+          ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kRemoteAccess);
+          return;
+        }
+      }
+      if (len > write_left_ || (ends && len != write_left_)) {
+        ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
+                       Cause::kRemoteInvalidRequest);
+        return;
+      }
+      const bool imm = p.Has(kHdrImmDt);
+      if (ends && imm && !have_recv_ && !TakeRecv()) {
+        counters.rnr_naks_sent++;
+        nak_sent_ = true;
+        QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
+        return;
+      }
+      if (len) std::memcpy(reinterpret_cast<void*>(write_va_), p.payload.data(), len);
+      write_va_ += len;
+      write_left_ -= static_cast<uint32_t>(len);
+      if (!ends) {
+        in_msg_ = InMsg::kWrite;
+        break;
+      }
+      if (imm) {
+        recv_with_imm_ = true;
+        recv_imm_ = p.imm;
+        recv_with_inv_ = false;
+        recv_off_ = write_total_;  // a Write-with-immediate reports the Write's length
+        CompleteRecv(Status::kSuccess, Cause::kNone);
+      }
+      msn_ = PsnAdd(msn_, 1);
+      in_msg_ = InMsg::kNone;
+      break;
+    }
+    case OpKind::kReadRequest: {
+      const uint32_t rlen = p.reth.dma_length;
+      if (rlen && mem_->CheckRemote(p.reth.rkey, p.reth.va, rlen, mem::kRemoteRead) !=
+                      mem::Result::kOk) {
+        ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kRemoteAccess);
+        return;
+      }
+      // The resource slot must not still be answering an older Read: that
+      // would mean the requester exceeded our inbound read limit.
+      for (const Response& r : responses_) {
+        if (r.kind == Response::Kind::kRead && r.res == read_res_next_) {
+          ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
+                         Cause::kRemoteInvalidRequest);
+          return;
+        }
+      }
+      ReadResource& res = read_res_[read_res_next_];
+      res.first_psn = p.bth.psn;
+      res.npkts = std::max<uint32_t>(1, (rlen + mtu - 1) / mtu);
+      res.va = p.reth.va;
+      res.rkey = p.reth.rkey;
+      res.length = rlen;
+      res.valid = true;
+      msn_ = PsnAdd(msn_, 1);  // C9-148: a Read counts when it is accepted
+      Response r{};
+      r.kind = Response::Kind::kRead;
+      r.psn = r.start_psn = p.bth.psn;
+      r.msn = msn_;
+      r.res = read_res_next_;
+      responses_.push_back(r);
+      read_res_next_ = (read_res_next_ + 1) % static_cast<uint32_t>(read_res_.size());
+      epsn_ = PsnAdd(epsn_, res.npkts);
+      return;  // the responses are the acknowledgement
+    }
+    default:  // atomics and anything else we do not implement
+      ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled, Cause::kRemoteInvalidRequest);
+      return;
+  }
+  epsn_ = PsnAdd(epsn_, 1);
+  if (p.bth.ack_req) QueueAck();
+}
+
+void QueuePair::OnDuplicate(const RocePacket& p) {
+  counters.duplicates++;
+  if (p.bth.opcode != op::kRcReadRequest) {
+    // A retransmitted Send/Write we already executed: acknowledge again.
+    if (p.bth.ack_req) QueueAck();
+    return;
+  }
+  const uint32_t mtu = attr_.path_mtu;
+  for (uint32_t i = 0; i < read_res_.size(); i++) {
+    ReadResource& res = read_res_[i];
+    if (!res.valid || PsnDiff(p.bth.psn, res.first_psn) < 0 ||
+        PsnDiff(p.bth.psn, PsnAdd(res.first_psn, res.npkts - 1)) > 0)
+      continue;
+    const uint64_t offset = uint64_t(PsnDiff(p.bth.psn, res.first_psn)) * mtu;
+    // A re-request must ask for the rest of the same data.
+    if (p.reth.va != res.va + offset || p.reth.dma_length != res.length - offset) return;
+    counters.read_replays++;
+    for (Response& r : responses_) {
+      if (r.kind == Response::Kind::kRead && r.res == i) {  // restart the job in place
+        r.psn = r.start_psn = p.bth.psn;
+        r.offset = offset;
+        r.replay = true;
+        return;
+      }
+    }
+    if (responses_.size() >= max_responses_) return;
+    Response r{};
+    r.kind = Response::Kind::kRead;
+    r.psn = r.start_psn = p.bth.psn;
+    r.offset = offset;
+    r.msn = msn_;
+    r.res = i;
+    r.replay = true;
+    responses_.push_back(r);
+    return;
+  }
+}
+
+bool QueuePair::TakeRecv() {
+  ReceiveQueue* q = srq_ ? srq_ : &rq_;
+  const RecvWqe* r = q->Front();
+  if (!r) return false;
+  cur_recv_ = *r;
+  std::copy(r->sge, r->sge + r->num_sge, cur_sges_);
+  cur_recv_.sge = cur_sges_;
+  q->Pop();
+  have_recv_ = true;
+  recv_off_ = 0;
+  recv_checked_ = 0;
+  recv_with_imm_ = recv_with_inv_ = false;
+  return true;
+}
+
+bool QueuePair::PlaceRecv(ByteSpan data) {
+  if (recv_off_ + data.size() > cur_recv_.length) {
+    ResponderError(syndrome::kNakInvalidRequest, Status::kBufferOverflow, Cause::kLocalLength);
+    return false;
+  }
+  // Validate every SGE this data touches (once per receive), then copy.
+  uint64_t pos = 0;
+  const uint64_t end = recv_off_ + data.size();
+  for (uint32_t i = 0; i < cur_recv_.num_sge && pos < end; i++) {
+    const Sge& s = cur_sges_[i];
+    if (i >= recv_checked_ && s.length) {
+      if (mem_->CheckLocal(s.lkey, s.addr, s.length, mem::kLocalWrite) != mem::Result::kOk) {
+        ResponderError(syndrome::kNakRemoteOperational, Status::kAccessViolation,
+                       Cause::kLocalProtection);
+        return false;
+      }
+      recv_checked_ = i + 1;
+    }
+    pos += s.length;
+  }
+  ScatterToSges(cur_sges_, cur_recv_.num_sge, recv_off_, data);
+  recv_off_ = end;
+  return true;
+}
+
+void QueuePair::CompleteRecv(Status st, Cause cause) {
+  Completion c;
+  c.qp_context = context_;
+  c.request_context = cur_recv_.context;
+  c.status = st;
+  c.cause = cause;
+  c.type = RequestType::kReceive;
+  c.bytes = static_cast<uint32_t>(recv_off_);
+  c.qpn = qpn_;
+  if (st == Status::kSuccess) {
+    c.with_imm = recv_with_imm_;
+    c.imm = recv_imm_;
+    c.with_inv = recv_with_inv_;
+    c.inv_rkey = recv_inv_rkey_;
+  }
+  recv_cq_->Push(c);
+  have_recv_ = false;
+}
+
+void QueuePair::ResponderError(uint8_t nak_code, Status recv_status, Cause cause) {
+  switch (nak_code) {
+    case syndrome::kNakRemoteAccess: counters.access_naks_sent++; break;
+    case syndrome::kNakInvalidRequest: counters.invalid_naks_sent++; break;
+    default: counters.op_naks_sent++; break;
+  }
+  if (have_recv_) CompleteRecv(recv_status, cause);
+  // Nothing already queued (ACKs, read responses) may follow a fatal NAK's
+  // PSN out of order: it goes last, then the QP moves to Error.
+  QueueNak(syndrome::Nak(nak_code), epsn_);
+  error_pending_ = true;
+  dev_->MarkActive(this);
+}
+
+void QueuePair::QueueAck() {
+  const uint32_t psn = PsnAdd(epsn_, -1);
+  if (!responses_.empty() && responses_.back().kind == Response::Kind::kAck) {
+    responses_.back().psn = psn;  // coalesce
+    responses_.back().msn = msn_;
+    return;
+  }
+  Response r{};
+  r.kind = Response::Kind::kAck;
+  r.psn = psn;
+  r.syndrome = syndrome::Ack();
+  r.msn = msn_;
+  responses_.push_back(r);
+}
+
+void QueuePair::QueueNak(uint8_t s, uint32_t psn) {
+  Response r{};
+  r.kind = Response::Kind::kNak;
+  r.psn = psn;
+  r.syndrome = s;
+  r.msn = msn_;
+  responses_.push_back(r);
+}
+
+size_t QueuePair::ResponderTx(uint64_t now, size_t budget) {
+  size_t n = 0;
+  if (cnp_owed_ && n < budget) {
+    TxPacket pkt;
+    pkt.bth.opcode = op::kCnp;
+    pkt.bth.becn = true;
+    if (Send(pkt, now)) {
+      cnp_owed_ = false;
+      last_cnp_ = now;
+      have_cnp_time_ = true;
+      counters.cnps_sent++;
+      n++;
+    }
+  }
+  const uint32_t mtu = attr_.path_mtu;
+  while (n < budget && !responses_.empty()) {
+    Response& r = responses_.front();
+    TxPacket pkt;
+    pkt.bth.psn = r.psn;
+    if (r.kind != Response::Kind::kRead) {
+      pkt.bth.opcode = op::kRcAck;
+      pkt.ext.aeth = {r.syndrome, r.msn};
+      if (!Send(pkt, now)) break;
+      if (r.kind == Response::Kind::kAck) counters.acks_sent++;
+      responses_.pop_front();
+      n++;
+      continue;
+    }
+    const ReadResource& res = read_res_[r.res];
+    const uint64_t left = res.length - r.offset;
+    const uint32_t plen = static_cast<uint32_t>(std::min<uint64_t>(mtu, left));
+    const bool first = r.psn == r.start_psn;
+    const bool last = left <= mtu;
+    pkt.bth.opcode = first && last ? op::kRcReadResponseOnly
+                     : first       ? op::kRcReadResponseFirst
+                     : last        ? op::kRcReadResponseLast
+                                   : op::kRcReadResponseMiddle;
+    pkt.ext.aeth = {syndrome::Ack(), r.msn};
+    if (plen) {
+      // The region may have gone since the request was accepted. A replay
+      // for a duplicate request (possibly a stale one the requester no longer
+      // needs) is dropped; a first answer fails the request.
+      if (mem_->CheckRemote(res.rkey, res.va + r.offset, plen, mem::kRemoteRead) !=
+          mem::Result::kOk) {
+        if (r.replay) {
+          counters.stale_replays++;
+          responses_.pop_front();
+          continue;
+        }
+        const uint32_t psn = r.psn;
+        responses_.clear();
+        counters.access_naks_sent++;
+        QueueNak(syndrome::Nak(syndrome::kNakRemoteAccess), psn);
+        error_pending_ = true;
+        continue;
+      }
+      pkt.seg[0] = {reinterpret_cast<const uint8_t*>(res.va + r.offset), plen};
+      pkt.nseg = 1;
+    }
+    pkt.payload_len = plen;
+    if (!Send(pkt, now)) break;
+    n++;
+    r.psn = PsnAdd(r.psn, 1);
+    r.offset += plen;
+    if (last) responses_.pop_front();
+  }
+  if (error_pending_ && responses_.empty()) {
+    error_pending_ = false;
+    ToError();
+  }
+  return n;
+}
+
+}  // namespace roce::rc

@@ -1,0 +1,164 @@
+// Work requests, completions, statuses and queue-pair attributes of the RC
+// core. These carry what ND2 requests and ND2_RESULTs carry, in the stack's
+// own types; nd2api/ maps them (the statuses one-to-one onto ND2 statuses).
+#pragma once
+
+#include <cstdint>
+
+#include "stack/wire/packet.h"
+
+namespace roce::rc {
+
+// Completion status. Each value is exactly one ND2 status:
+enum class Status : uint8_t {
+  kSuccess,          // ND_SUCCESS
+  kCanceled,         // ND_CANCELED: flushed (the QP went to error, or was disconnected)
+  kBufferOverflow,   // ND_BUFFER_OVERFLOW: a Send did not fit the posted receive (receiver)
+  kDataError,        // STATUS_DATA_ERROR: the peer rejected the request as invalid
+                     //   (sender of a receive-too-small, bad opcode sequence, unsupported op)
+  kAccessViolation,  // ND_ACCESS_VIOLATION: a token / bounds / rights check failed, local or remote
+  kIoTimeout,        // ND_IO_TIMEOUT: transport or RNR retries exhausted
+  kRemoteError,      // ND_REMOTE_ERROR: the peer failed the request (remote operational error)
+  kInternalError,    // ND_INTERNAL_ERROR
+};
+const char* StatusName(Status s);
+
+// Why, in more detail (diagnostics and counters; not part of the ND2 mapping).
+enum class Cause : uint8_t {
+  kNone,
+  kFlushed,
+  kRetryExceeded,
+  kRnrRetryExceeded,
+  kLocalProtection,       // local SGE token/bounds/rights
+  kLocalLength,           // receive too small
+  kRemoteAccess,          // NAK remote access error
+  kRemoteInvalidRequest,  // NAK invalid request
+  kRemoteOperational,     // NAK remote operational error
+  kBindError,
+  kInvalidate,            // invalidate of a window that is not ours / not bound
+};
+const char* CauseName(Cause c);
+
+// = ND2_REQUEST_TYPE values.
+enum class RequestType : uint8_t { kReceive = 0, kSend = 1, kBind = 2, kInvalidate = 3, kRead = 4, kWrite = 5 };
+
+enum class WrOp : uint8_t {
+  kSend,
+  kSendWithImm,
+  kSendWithInvalidate,
+  kWrite,
+  kWriteWithImm,
+  kRead,
+  kBind,
+  kInvalidate,
+};
+
+// Work-request flags (same bit values as ND_OP_FLAG_*).
+enum WrFlag : uint32_t {
+  kSilentSuccess = 0x1,
+  kReadFence = 0x2,
+  kSolicited = 0x4,
+  kInline = 0x20,
+};
+
+struct Sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+inline constexpr uint32_t kMaxSge = 32;
+inline constexpr uint32_t kMaxMessage = 0x7FFFFFFF;  // 2^31 - 1
+
+struct SendWr {
+  uint64_t context = 0;
+  WrOp op = WrOp::kSend;
+  uint32_t flags = 0;
+  const Sge* sge = nullptr;
+  uint32_t num_sge = 0;
+  uint64_t remote_addr = 0;   // Read / Write
+  uint32_t rkey = 0;          // Read / Write
+  uint32_t imm = 0;           // *WithImm
+  uint32_t invalidate_rkey = 0;  // SendWithInvalidate
+  // Bind / Invalidate (memory window operations, executed locally in order)
+  uint32_t mw = 0;            // window handle
+  uint32_t mr = 0;            // region handle (Bind)
+  uint64_t bind_addr = 0;
+  uint64_t bind_length = 0;
+  uint32_t bind_access = 0;   // mem::kRemoteRead | mem::kRemoteWrite
+  uint32_t bind_token = 0;    // from MemoryTable::AllocateWindowToken
+};
+
+struct RecvWr {
+  uint64_t context = 0;
+  const Sge* sge = nullptr;
+  uint32_t num_sge = 0;
+};
+
+struct Completion {
+  uint64_t qp_context = 0;
+  uint64_t request_context = 0;
+  Status status = Status::kSuccess;
+  Cause cause = Cause::kNone;
+  RequestType type = RequestType::kSend;
+  uint32_t bytes = 0;        // receives: bytes received; others: bytes of the request
+  uint32_t qpn = 0;
+  bool with_imm = false;
+  bool with_inv = false;
+  uint32_t imm = 0;
+  uint32_t inv_rkey = 0;
+};
+
+// Result of posting (returned synchronously; nd2api maps it to an HRESULT).
+enum class PostResult : uint8_t {
+  kOk,
+  kInvalidState,      // QP in Reset
+  kQueueFull,
+  kTooManySge,
+  kInlineTooLarge,
+  kInvalidParameter,  // e.g. total length above 2^31-1, inline Read
+};
+const char* PostResultName(PostResult r);
+
+enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError };
+const char* QpStateName(QpState s);
+
+struct QpCaps {
+  uint32_t sq_depth = 128;
+  uint32_t rq_depth = 128;       // ignored with an SRQ
+  uint32_t max_send_sge = 4;
+  uint32_t max_recv_sge = 4;
+  uint32_t max_inline = 256;
+};
+
+// What a connection negotiates (RTR/RTS attributes).
+struct QpAttr {
+  uint32_t path_mtu = 1024;      // 256, 512, 1024, 2048, 4096
+  uint32_t dest_qpn = 0;
+  uint32_t sq_psn = 0;           // first PSN we send
+  uint32_t rq_psn = 0;           // first PSN we expect
+  uint8_t max_rd_atomic = 16;    // outbound read limit (initiator depth)
+  uint8_t max_dest_rd_atomic = 16;  // inbound read limit (responder resources)
+  uint8_t timeout = 14;          // local ACK timeout: 4.096 us * 2^timeout; 0 = none
+  uint8_t retry_cnt = 7;         // transport retries (7 = seven retries, per the IBTA)
+  uint8_t rnr_retry = 7;         // RNR retries; 7 = infinite
+  uint8_t min_rnr_timer = 12;    // code we put in our RNR NAKs (12 = 0.64 ms)
+  wire::NetHeaders path;         // Ethernet / IP / UDP towards the peer
+};
+
+// Protocol tuning that is not negotiated.
+struct QpTuning {
+  uint32_t max_unacked_psns = 256;  // requester window in PSNs
+  uint32_t ack_req_every = 32;      // AckReq at least every N packets
+  uint64_t cnp_interval_ns = 4000;  // at most one CNP per QP per interval
+  uint32_t max_tx_per_poll = 64;    // packets a QP emits per Poll turn
+};
+
+// Local ACK timeout: 4.096 us * 2^code (code 0: no timeout).
+inline uint64_t AckTimeoutNs(uint8_t code) {
+  if (code == 0) return 0;
+  return 4096ull << (code > 31 ? 31 : code);
+}
+uint64_t RnrTimerNs(uint8_t code);
+
+}  // namespace roce::rc

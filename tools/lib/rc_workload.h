@@ -1,0 +1,61 @@
+// A random RC workload over the simulated link, checked by a reference model.
+//
+// K queue-pair pairs between two simulated hosts (half initiated from each
+// side; every third responder takes receives from a shared receive queue).
+// Initiators post random Send / SendWithInvalidate / Write / Read of 0 B to
+// max_size with random SGE lists, silent-success and fence flags; responders
+// bind and invalidate memory windows over their target memory at quiescent
+// points and sometimes post receives late (RNR). A small fraction of
+// operations deliberately violate access (wrong token, invalidated window,
+// one byte past the end, missing right, receive too small): the model
+// predicts the failing operation's status, the cancellation of everything
+// after it on both sides, and that no memory changed; the pair then
+// reconnects with fresh QPs.
+//
+// The model checks every completion (status, order, bytes, immediate and
+// invalidate flags), every byte of every receive buffer, read sink and target
+// region, and the guard zones around every registered buffer.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "stack/rc/device.h"
+#include "tools/lib/sim_link.h"
+
+namespace roce::sim {
+
+struct WorkloadConfig {
+  uint64_t seed = 1;
+  uint64_t messages = 10000;   // data operations to complete (and check)
+  uint32_t qps = 2;            // QP pairs
+  Impairment imp;
+  uint32_t max_size = 1u << 20;
+  double error_rate = 0.002;   // fraction of operations that deliberately violate access
+  double late_recv = 0.02;     // fraction of receives posted late (provokes RNR)
+  uint32_t window_psns = 32;   // requester window
+  uint32_t max_outstanding = 24;  // operations in flight per pair
+  uint32_t path_mtu = 0;       // 0: random per pair (256 .. 4096)
+  bool ipv6 = false;
+  uint64_t time_limit_ns = 0;  // virtual time limit (0: none)
+  FILE* trace = nullptr;       // packet trace (SimNetwork::trace)
+};
+
+struct WorkloadResult {
+  uint64_t messages = 0, ok = 0, failed = 0;
+  uint64_t errors_injected = 0, reconnects = 0, binds = 0, invalidates = 0, rnr_waits = 0;
+  uint64_t sim_time_ns = 0;
+  LinkCounters link;
+  rc::QpCounters qp;          // summed over all QPs ever used
+  rc::DeviceCounters dev;     // summed over both hosts
+  std::vector<std::string> failures;  // the first few mismatches, described
+};
+
+WorkloadResult RunWorkload(const WorkloadConfig& cfg);
+
+// Adds every field of b into a.
+void Accumulate(rc::QpCounters& a, const rc::QpCounters& b);
+
+}  // namespace roce::sim

@@ -1,0 +1,119 @@
+// A simulated Ethernet joining RC devices: every packet is serialized to real
+// bytes (headers, payload, pad, ICRC), carried through a seeded impairment
+// model — loss, duplication, reordering, single-bit corruption (which the
+// receiver's ICRC check must catch), propagation delay and a serialization
+// rate — and parsed again at the receiver. Time is virtual: the simulator
+// jumps to the next delivery or timer, so hours of protocol time cost only
+// the CPU of the packets themselves. Deterministic for a seed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+#include <cstdio>
+
+#include "stack/rc/device.h"
+
+namespace roce::sim {
+
+struct Impairment {
+  double loss = 0;       // probability a frame is dropped
+  double reorder = 0;    // probability a frame is held back behind later ones
+  double dup = 0;        // probability a frame is delivered twice
+  double corrupt = 0;    // probability one random bit of a frame is flipped
+  uint64_t delay_ns = 1000;        // one-way propagation delay
+  double gbps = 100;               // serialization rate per sender (0: instant)
+  uint32_t reorder_depth = 8;      // a held-back frame arrives up to this many frame-times late
+  double ce_mark = 0;    // probability an ECN-capable IPv4 frame is marked CE (congestion)
+};
+
+struct LinkCounters {
+  uint64_t frames = 0, bytes = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
+           delivered = 0, filtered = 0, ce_marked = 0;
+};
+
+class SimNetwork;
+
+// One simulated host: an RC device plus the addresses its packets carry.
+class SimNode : public rc::PacketSink {
+ public:
+  SimNode(SimNetwork* net, int id, const std::string& name, const wire::MacAddr& mac,
+          const wire::IpAddr& ip, const rc::RcDevice::Config& cfg);
+  bool Transmit(const rc::TxPacket& pkt, uint64_t now) override;
+
+  rc::RcDevice& dev() { return dev_; }
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const wire::MacAddr& mac() const { return mac_; }
+  const wire::IpAddr& ip() const { return ip_; }
+  // Network headers for packets from this node to `peer` (IPv4 or IPv6 by address).
+  wire::NetHeaders PathTo(const SimNode& peer, uint8_t tos = 0) const;
+
+ private:
+  SimNetwork* net_;
+  int id_;
+  std::string name_;
+  wire::MacAddr mac_;
+  wire::IpAddr ip_;
+  rc::RcDevice dev_;
+  std::vector<uint8_t> scratch_;
+};
+
+class SimNetwork {
+ public:
+  // Hosts get 198.18.0.10, .11, ... (or 2001:db8::10, ... with ipv6).
+  SimNetwork(uint64_t seed, const Impairment& imp, bool ipv6 = false);
+  SimNode* AddNode(const std::string& name, const rc::RcDevice::Config& cfg = {});
+  SimNode* node(int i) { return nodes_[static_cast<size_t>(i)].get(); }
+  size_t nodes() const { return nodes_.size(); }
+
+  uint64_t now() const { return now_; }
+  Impairment& impairment() { return imp_; }
+  const LinkCounters& counters() const { return counters_; }
+
+  // A test hook run on every frame before the impairments: return false to
+  // drop it. The frame may be modified in place (e.g. to flip a bit).
+  std::function<bool(const SimNode& from, std::vector<uint8_t>& frame)> filter;
+  // If set, one line per frame sent and its fate (for debugging).
+  FILE* trace = nullptr;
+
+  // Runs the network: devices transmit, frames are delivered, timers fire,
+  // time jumps to the next event. Returns true when `done()` holds, false
+  // if the network goes idle first or virtual time passes `until_ns`.
+  bool RunUntil(const std::function<bool()>& done, uint64_t until_ns);
+  // Runs until nothing is in flight, no timer is pending, or `until_ns`.
+  void RunIdle(uint64_t until_ns);
+  // Moves virtual time forward (never back) with nothing happening.
+  void AdvanceTo(uint64_t t) { now_ = std::max(now_, t); }
+  // One step: transmit what is ready, deliver what is due. Returns false if idle.
+  bool Step(uint64_t until_ns);
+
+  void Send(int from, std::vector<uint8_t>&& frame);
+
+ private:
+  struct InFlight {
+    uint64_t at;
+    uint64_t seq;
+    int dst;
+    std::vector<uint8_t> frame;
+    bool operator>(const InFlight& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  bool Chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  int Destination(const std::vector<uint8_t>& frame) const;
+
+  std::mt19937_64 rng_;
+  Impairment imp_;
+  bool ipv6_ = false;
+  uint64_t now_ = 0;
+  uint64_t seq_ = 0;
+  std::vector<std::unique_ptr<SimNode>> nodes_;
+  std::vector<uint64_t> busy_until_;
+  std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>> inflight_;
+  LinkCounters counters_;
+};
+
+}  // namespace roce::sim

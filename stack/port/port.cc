@@ -483,15 +483,18 @@ uint16_t Port::TxBurst(uint16_t q, rte_mbuf** pkts, uint16_t n) {
 
 uint16_t Port::TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
   rte_mbuf* work[kMaxBurst];
+  uint32_t lens[kMaxBurst];
   uint16_t k = 0;
+  const bool linearize_chains = !offloads_.tx_multiseg;
   for (uint16_t i = 0; i < n; i++) {
     rte_mbuf* m = pkts[i];
-    if (m->pkt_len > max_frame_len_) {
+    const uint32_t len = m->pkt_len;
+    if (unlikely(len > max_frame_len_)) {
       tq.oversize.Add();
       rte_pktmbuf_free(m);
       continue;
     }
-    if (m->nb_segs > 1 && (!offloads_.tx_multiseg || m->nb_segs > max_tx_segs_)) {
+    if (unlikely(m->nb_segs > 1 && (linearize_chains || m->nb_segs > max_tx_segs_))) {
       rte_mbuf* c = LinearCopy(m, pool_);
       rte_pktmbuf_free(m);
       if (!c) {
@@ -501,12 +504,13 @@ uint16_t Port::TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
       tq.linearized.Add();
       m = c;
     }
-    work[k++] = m;
+    work[k] = m;
+    lens[k++] = len;
   }
-  if (!tq.faults.active()) return Submit(tq, q, work, k);
+  if (!tq.faults.active()) return Submit(tq, q, work, lens, k);
   rte_mbuf* faulted[2 * kMaxBurst + 1];
   const uint16_t f = tq.faults.Apply(work, k, faulted, pool_);
-  return Submit(tq, q, faulted, f);
+  return Submit(tq, q, faulted, nullptr, f);
 }
 
 void Port::DrainBacklog(TxQueue& tq, uint16_t q) {
@@ -530,7 +534,7 @@ void Port::DrainBacklog(TxQueue& tq, uint16_t q) {
   tq.backlog_gauge.store(static_cast<uint32_t>(tq.count), std::memory_order_relaxed);
 }
 
-uint16_t Port::Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, uint16_t n) {
+uint16_t Port::Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, const uint32_t* lens, uint16_t n) {
   if (tq.count > 0) DrainBacklog(tq, q);
   const uint64_t now = capture_ ? Capture::NowNs() : 0;
   if (tq.count > 0) {
@@ -546,8 +550,11 @@ uint16_t Port::Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, uint16_t n) {
     return take;
   }
   if (n == 0) return 0;
-  uint32_t lens[2 * kMaxBurst + 1];
-  for (uint16_t i = 0; i < n; i++) lens[i] = list[i]->pkt_len;
+  uint32_t own_lens[2 * kMaxBurst + 1];
+  if (!lens) {
+    for (uint16_t i = 0; i < n; i++) own_lens[i] = list[i]->pkt_len;
+    lens = own_lens;
+  }
   // Captured as handed to the device: once sent, a frame may be freed at any
   // moment (by the peer thread of a ring pair).
   if (capture_) capture_->Write(list, n, now);
@@ -574,7 +581,7 @@ void Port::Flush(uint16_t q) {
   if (q < profile_.tx_queues) {
     TxQueue& tq = txq_[q];
     if (rte_mbuf* m = tq.faults.TakeHeld())
-      Submit(tq, q, &m, 1);
+      Submit(tq, q, &m, nullptr, 1);
     else if (tq.count > 0)
       DrainBacklog(tq, q);
   }
@@ -647,7 +654,7 @@ void Port::SetFaults(const FaultConfig& f) {
     rxq_[q].faults.Configure(f.rx, f.seed, 2 * uint64_t{q}, f.reorder_hold);
   }
   for (uint16_t q = 0; q < profile_.tx_queues; q++) {
-    if (rte_mbuf* m = txq_[q].faults.TakeHeld()) Submit(txq_[q], q, &m, 1);
+    if (rte_mbuf* m = txq_[q].faults.TakeHeld()) Submit(txq_[q], q, &m, nullptr, 1);
     txq_[q].faults.Configure(f.tx, f.seed, 2 * uint64_t{q} + 1, f.reorder_hold);
   }
 }

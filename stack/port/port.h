@@ -134,7 +134,7 @@ class Port {
   void AccountRx(RxQueue& rq, rte_mbuf* const* pkts, uint16_t n);
   uint16_t RxSlow(RxQueue& rq, uint16_t q, rte_mbuf** pkts, uint16_t n);
   uint16_t TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n);
-  uint16_t Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, uint16_t n);
+  uint16_t Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, const uint32_t* lens, uint16_t n);
   void DrainBacklog(TxQueue& tq, uint16_t q);
   void FillTelemetry(TelemetryDict& d) const;
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <absl/strings/ascii.h>
+#include <absl/strings/match.h>
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
@@ -486,6 +487,35 @@ std::string GetDevarg(const std::string& devargs, const std::string& key) {
   for (absl::string_view part : absl::StrSplit(devargs, ',', absl::SkipEmpty()))
     if (absl::ConsumePrefix(&part, key + "=")) return std::string(part);
   return "";
+}
+
+absl::Status SetInterface(PortProfile* p, const std::string& iface) {
+  const DriverInfo* d = FindDriver(p->driver);
+  if (!d) return absl::InvalidArgumentError(absl::StrCat("unknown driver '", p->driver, "'"));
+  if (iface.empty()) return absl::InvalidArgumentError("empty interface name");
+  if (d->kind == DriverKind::kRing) return SetProfileKey(p, "port.ring", iface);
+  if (d->kind == DriverKind::kPci) return SetProfileKey(p, "port.pci", iface);
+  const char* key = p->driver == "net_virtio_user" ? "path" : p->driver == "net_memif" ? "socket" : "iface";
+  if (p->driver == "net_pcap") {
+    // One live interface for both directions replaces files or rx_/tx_iface.
+    std::vector<std::string> kept;
+    for (absl::string_view kv : absl::StrSplit(p->devargs, ',', absl::SkipEmpty()))
+      if (!absl::StartsWith(kv, "rx_") && !absl::StartsWith(kv, "tx_") && !absl::StartsWith(kv, "iface="))
+        kept.emplace_back(kv);
+    p->devargs = absl::StrJoin(kept, ",");
+  }
+  p->devargs = SetDevarg(p->devargs, key, iface);
+  return absl::OkStatus();
+}
+
+absl::Status SetAddress(PortProfile* p, absl::string_view ip_with_prefix) {
+  auto a = ParseIpPrefix(ip_with_prefix);
+  if (!a.ok()) return a.status();
+  if (a->addr.IsV4())
+    p->ipv4 = *a;
+  else
+    p->ipv6 = *a;
+  return absl::OkStatus();
 }
 
 EalOptions EalOptionsFor(std::span<const PortProfile> profiles) {

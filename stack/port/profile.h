@@ -123,6 +123,14 @@ std::string SetDevarg(const std::string& devargs, const std::string& key, const 
 // The value of key in devargs, or "".
 std::string GetDevarg(const std::string& devargs, const std::string& key);
 
+// What a tool's --iface does: sets the driver's interface argument (iface=
+// for net_tap/net_pcap/net_af_packet/net_af_xdp and the socket path of
+// net_vhost, path= for net_virtio_user, socket= for net_memif, the ring set
+// for net_ring, the PCI address for physical NICs).
+absl::Status SetInterface(PortProfile* p, const std::string& iface);
+// What --ip does: "10.1.0.2/24" sets port.ipv4, "fd00::2/64" port.ipv6.
+absl::Status SetAddress(PortProfile* p, absl::string_view ip_with_prefix);
+
 // EAL options for a set of ports: the first profile's [eal] section, plus
 // "-a <pci>,<devargs>" for every physical port (which turns --no-pci off).
 EalOptions EalOptionsFor(std::span<const PortProfile> profiles);

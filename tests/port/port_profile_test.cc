@@ -110,6 +110,41 @@ TEST(Profile, OverridesUseTheSameParser) {
   EXPECT_FALSE(ApplyOverride(&q, "port.ipv4=fd00::5").ok());  // wrong family
 }
 
+TEST(Profile, InterfaceAndAddressFlags) {
+  struct Case {
+    const char* file;
+    const char* iface;
+    const char* devargs;  // expected
+  } cases[] = {
+      {"net_tap.ini", "rnic7", "iface=rnic7,mac=fixed"},
+      {"net_af_packet.ini", "veth3", "iface=veth3,framesz=8192,blocksz=8192,framecnt=512,qpairs=1"},
+      {"net_pcap_file.ini", "veth4", "iface=veth4"},
+      {"net_pcap_live.ini", "veth5", "iface=veth5"},
+      {"vhost.ini", "/tmp/v.sock", "iface=/tmp/v.sock,queues=1"},
+      {"virtio_user.ini", "/tmp/v.sock", "path=/tmp/v.sock,queues=1"},
+      {"memif_client.ini", "/tmp/m.sock", "role=client,id=0,socket=/tmp/m.sock,socket-abstract=no,bsize=2048"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    auto p = LoadProfile(SourcePath(std::string("drivers-cfg/") + c.file));
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_TRUE(SetInterface(&*p, c.iface).ok());
+    EXPECT_EQ(p->devargs, c.devargs);
+    EXPECT_TRUE(ValidateProfile(*p).ok());
+  }
+  auto m = LoadProfile(SourcePath("drivers-cfg/mlx5.ini"));
+  ASSERT_TRUE(SetInterface(&*m, "0000:5e:00.1").ok());
+  EXPECT_EQ(m->pci, "0000:5e:00.1");
+  auto r = LoadProfile(SourcePath("drivers-cfg/net_ring.ini"));
+  ASSERT_TRUE(SetInterface(&*r, "pair7").ok());
+  EXPECT_EQ(r->ring, "pair7");
+  ASSERT_TRUE(SetAddress(&*r, "10.7.0.1/16").ok());
+  ASSERT_TRUE(SetAddress(&*r, "fd07::1/64").ok());
+  EXPECT_EQ(r->ipv4->ToString(), "10.7.0.1/16");
+  EXPECT_EQ(r->ipv6->ToString(), "fd07::1/64");
+  EXPECT_FALSE(SetAddress(&*r, "10.7.0.300").ok());
+}
+
 TEST(Profile, MalformedFilesFailClearly) {
   struct Case {
     const char* name;

@@ -1,11 +1,16 @@
-// The two-process virtual devices of drivers-cfg/, opened here as both ends
-// in one process (each end is an ordinary port; in production the two ends
-// are two processes with their own EAL): vhost <-> virtio_user and memif
-// server <-> client. Frames cross both ways intact once the link is up.
-// Sockets are unique files under /tmp, removed at the end. No root needed.
+// The two-process virtual devices of drivers-cfg/: vhost <-> virtio_user
+// between this process and a peer process it starts (this test binary again,
+// running only the DISABLED_ echo test, with its own EAL), and, as both ends
+// in one process, vhost <-> virtio_user and memif server <-> client. Frames
+// cross both ways intact once the link is up. Sockets are unique files under
+// /tmp, removed at the end. No root needed.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -90,6 +95,124 @@ TEST(Vdev, VhostAndVirtioUser) {
     EXPECT_EQ((*vhost)->Stats().tx_full + (*virtio)->Stats().tx_full, 0u);
     virtio->reset();  // the frontend goes first
   }
+  std::filesystem::remove(sock);
+}
+
+// A frame that tells the peer to stop (local experimental ethertype).
+std::vector<uint8_t> ByeFrame(const wire::MacAddr& mac) {
+  std::vector<uint8_t> f = TestFrame(64, 0, mac, mac);
+  f[12] = 0x88;
+  f[13] = 0xb5;
+  return f;
+}
+
+// The peer process of VhostAndVirtioUserInTwoProcesses: echoes every frame
+// back until the bye frame arrives (frames still in the vring when a process
+// exits are lost, so the other side says when it has them all).
+TEST(Vdev, DISABLED_VirtioUserEchoPeer) {
+  const char* sock = std::getenv("ROCE_PORT_TEST_VHOST_SOCK");
+  const char* count_s = std::getenv("ROCE_PORT_TEST_COUNT");
+  if (!sock || !count_s) GTEST_SKIP() << "run by VhostAndVirtioUserInTwoProcesses";
+  const size_t count = std::strtoul(count_s, nullptr, 10);
+  auto client = LoadProfile(SourcePath("drivers-cfg/virtio_user.ini"),
+                            std::vector<std::string>{absl::StrCat("port.devargs=path=", sock, ",queues=1")});
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto virtio = Port::Open(*client);
+  ASSERT_TRUE(virtio.ok()) << virtio.status();
+  size_t echoed = 0;
+  bool done = false;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && std::chrono::steady_clock::now() < end) {
+    rte_mbuf* b[32];
+    uint16_t k = (*virtio)->RxBurst(0, b, 32);
+    uint16_t keep = 0;
+    for (uint16_t i = 0; i < k; i++) {
+      if (b[i]->pkt_len >= 14 && rte_pktmbuf_mtod(b[i], const uint8_t*)[12] == 0x88 &&
+          rte_pktmbuf_mtod(b[i], const uint8_t*)[13] == 0xb5) {
+        done = true;
+        rte_pktmbuf_free(b[i]);
+      } else {
+        b[keep++] = b[i];
+      }
+    }
+    if (keep) echoed += (*virtio)->TxBurst(0, b, keep);
+    (*virtio)->Flush(0);
+    if (k == 0) std::this_thread::yield();
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(echoed, count);
+}
+
+TEST(Vdev, VhostAndVirtioUserInTwoProcesses) {
+  constexpr size_t kCount = 200;
+  const std::string sock = SocketPath("vhost2p");
+  auto server = LoadProfile(SourcePath("drivers-cfg/vhost.ini"),
+                            std::vector<std::string>{"port.devargs=iface=" + sock + ",queues=1"});
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto vhost = Port::Open(*server);
+  ASSERT_TRUE(vhost.ok()) << vhost.status();
+
+  // The peer: this binary, only the echo test, its own EAL (--no-huge --no-shconf).
+  std::string self(4096, '\0');
+  self.resize(static_cast<size_t>(readlink("/proc/self/exe", self.data(), self.size())));
+  std::vector<std::string> args = {self, "--gtest_also_run_disabled_tests",
+                                   "--gtest_filter=Vdev.DISABLED_VirtioUserEchoPeer"};
+  std::vector<std::string> env = {"ROCE_PORT_TEST_VHOST_SOCK=" + sock, absl::StrCat("ROCE_PORT_TEST_COUNT=", kCount)};
+  for (char** e = environ; *e; e++) env.emplace_back(*e);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  for (auto& e : env) envp.push_back(e.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  pid_t child = -1;
+  ASSERT_EQ(posix_spawn(&child, self.c_str(), nullptr, nullptr, argv.data(), envp.data()), 0);
+  struct Reap {  // the peer is ours: end it if the test fails early
+    pid_t pid;
+    int status = -1;
+    ~Reap() {
+      if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+    int Wait() {
+      waitpid(pid, &status, 0);
+      pid = -1;
+      return status;
+    }
+  } reap{child};
+
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!(*vhost)->LinkUp() && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE((*vhost)->LinkUp()) << "the virtio_user peer did not connect";
+  std::vector<std::vector<uint8_t>> sent, got;
+  std::vector<rte_mbuf*> frames;
+  for (uint32_t i = 0; i < kCount; i++) {
+    sent.push_back(TestFrame(i % 2 ? 1024 : 64, i, (*vhost)->mac(), (*vhost)->mac()));
+    frames.push_back(MbufFrom((*vhost)->pool(), sent.back()));
+  }
+  size_t off = 0;
+  while (got.size() < kCount && std::chrono::steady_clock::now() < end) {
+    if (off < frames.size()) {
+      uint16_t n = static_cast<uint16_t>(std::min<size_t>(16, frames.size() - off));
+      (*vhost)->TxBurst(0, frames.data() + off, n);
+      off += n;
+    }
+    (*vhost)->Flush(0);
+    rte_mbuf* b[32];
+    uint16_t k = (*vhost)->RxBurst(0, b, 32);
+    for (uint16_t i = 0; i < k; i++) got.push_back(Bytes(b[i]));
+    rte_pktmbuf_free_bulk(b, k);
+    if (k == 0) std::this_thread::yield();
+  }
+  ASSERT_EQ(got.size(), kCount);
+  for (size_t i = 0; i < kCount; i++) EXPECT_EQ(got[i], sent[i]) << i;
+  rte_mbuf* bye = MbufFrom((*vhost)->pool(), ByeFrame((*vhost)->mac()));
+  ASSERT_EQ((*vhost)->TxBurst(0, &bye, 1), 1);
+  int status = reap.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "peer status " << status;
+  vhost->reset();
   std::filesystem::remove(sock);
 }
 

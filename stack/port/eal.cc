@@ -1,7 +1,9 @@
 #include "stack/port/eal.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
@@ -40,10 +42,28 @@ std::vector<std::string> EalArgs(const EalOptions& o) {
   return a;
 }
 
+absl::Status CheckHugepages() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  long total = 0;
+  while (std::getline(meminfo, line))
+    if (line.rfind("HugePages_Total:", 0) == 0) total = std::strtol(line.c_str() + 16, nullptr, 10);
+  std::ifstream mounts("/proc/mounts");
+  bool mounted = false;
+  while (std::getline(mounts, line)) mounted |= line.find(" hugetlbfs ") != std::string::npos;
+  if (total > 0 && mounted) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "eal.hugepages = yes but ", total == 0 ? "no hugepages are reserved" : "no hugetlbfs is mounted",
+      ": echo 512 > /proc/sys/vm/nr_hugepages; mkdir -p /dev/hugepages; "
+      "mount -t hugetlbfs nodev /dev/hugepages (or use hugepages = no)"));
+}
+
 absl::Status InitEal(const EalOptions& opts) {
   if (g_state.load() == 1) return absl::FailedPreconditionError("EAL already initialized");
   if (g_state.load() == 2)
     return absl::FailedPreconditionError("EAL was cleaned up; rte_eal_init runs once per process");
+  if (opts.hugepages)
+    if (absl::Status s = CheckHugepages(); !s.ok()) return s;
   std::vector<std::string> args = EalArgs(opts);
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());

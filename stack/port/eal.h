@@ -33,6 +33,10 @@ struct EalOptions {
 // The argument vector InitEal passes to rte_eal_init (argv[0] included).
 std::vector<std::string> EalArgs(const EalOptions& opts);
 
+// With hugepages: fails (before rte_eal_init, which cannot be retried) unless
+// 2 MB pages are reserved and a hugetlbfs is mounted; the message says how.
+absl::Status CheckHugepages();
+
 // Initializes the EAL. Fails if it was already initialized in this process
 // (by InitEal or by anyone else) or if rte_eal_init fails; the message names
 // the arguments and rte_errno.

@@ -755,6 +755,12 @@ absl::StatusOr<std::pair<std::unique_ptr<Port>, std::unique_ptr<Port>>> OpenRing
   if (!a.ok()) return a.status();
   base.ring_side = RingSide::kB;
   if (base.mac) base.mac->b[5] ^= 1;  // a different MAC for the other end
+  if (!base.capture.empty()) {        // and its own capture file: x.pcap -> x-b.pcap
+    const size_t dot = base.capture.rfind('.');
+    const size_t slash = base.capture.rfind('/');
+    const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    base.capture = has_ext ? base.capture.substr(0, dot) + "-b" + base.capture.substr(dot) : base.capture + "-b";
+  }
   auto b = Port::Open(base);
   if (!b.ok()) return b.status();
   return std::make_pair(std::move(*a), std::move(*b));

@@ -158,7 +158,9 @@ class Port {
 };
 
 // Both ends of an in-process net_ring pair: `base` with ring_side a, and b.
-// The two share one mbuf pool (frames cross from one to the other).
+// The two share one mbuf pool (frames cross from one to the other). Side b
+// gets the MAC with the last bit flipped (if base has one) and, if base
+// captures to x.pcap, captures to x-b.pcap.
 absl::StatusOr<std::pair<std::unique_ptr<Port>, std::unique_ptr<Port>>> OpenRingPair(PortProfile base);
 
 }  // namespace roce::port

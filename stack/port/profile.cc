@@ -212,7 +212,7 @@ const std::vector<KeyDef>& Keys() {
        }},
       {{"port", "tx_backlog", "software TX queue for frames the device did not take (default 256; 0: drop them)"},
        [](PortProfile& p, const std::string& v) { return ParseUint("port.tx_backlog", v, 0, 65536, &p.tx_backlog); }},
-      {{"port", "ring", "net_ring: name of the ring set both sides of a pair share (default roce)"},
+      {{"port", "ring", "net_ring: name of the ring set both sides of a pair share, <= 12 characters (default roce)"},
        [](PortProfile& p, const std::string& v) { p.ring = v; return absl::OkStatus(); }},
       {{"port", "ring_side", "net_ring: a, b (the other end of the pair) or loop (rx = tx)"},
        [](PortProfile& p, const std::string& v) {
@@ -441,9 +441,10 @@ absl::Status ValidateProfile(const PortProfile& p) {
   }
   if (d->kind == DriverKind::kRing) {
     if (!p.devargs.empty()) return bad("net_ring takes no devargs (use port.ring / port.ring_side)");
-    if (p.ring.empty() || p.ring.size() > 16 ||
+    // "net_ring_<ring>_loop" must fit DPDK's 29-character ring/ethdev name.
+    if (p.ring.empty() || p.ring.size() > 12 ||
         !std::all_of(p.ring.begin(), p.ring.end(), [](char c) { return absl::ascii_isalnum(c) || c == '_'; }))
-      return bad("port.ring '", p.ring, "' must be 1-16 letters, digits or '_'");
+      return bad("port.ring '", p.ring, "' must be 1-12 letters, digits or '_'");
     if ((p.ring_size & (p.ring_size - 1)) != 0) return bad("port.ring_size ", p.ring_size, " is not a power of two");
     if (p.rx_queues != p.tx_queues) return bad("net_ring needs rx_queues == tx_queues");
     if (p.rx_queues > 16) return bad("net_ring has at most 16 queues");

@@ -126,6 +126,27 @@ TEST(Capture, TxCaptureShowsWhatLeftThePortAfterFaults) {
   FreeAll(rx);
 }
 
+TEST(Capture, RingPairSidesCaptureToTheirOwnFiles) {
+  const std::string dir = OutputDir("port_capture");
+  PortProfile prof = RingProfile();
+  prof.capture = dir + "/pair.pcap";
+  {
+    auto pair = OpenRingPair(prof);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    auto& [a, b] = *pair;
+    EXPECT_EQ(b->profile().capture, dir + "/pair-b.pcap");
+    std::vector<rte_mbuf*> v = {MbufFrom(a->pool(), TestFrame(70, 1, a->mac(), b->mac()))};
+    std::vector<rte_mbuf*> rx = Exchange(*a, *b, v, 1);
+    EXPECT_EQ(rx.size(), 1u);
+    FreeAll(rx);
+  }
+  for (const char* f : {"/pair.pcap", "/pair-b.pcap"}) {
+    auto frames = pcapio::ReadAll(dir + f);
+    ASSERT_TRUE(frames.ok()) << frames.status();
+    EXPECT_EQ(frames->size(), 1u) << f;
+  }
+}
+
 TEST(Capture, UnwritablePathFails) {
   auto pair = OpenRingPair(RingProfile());
   ASSERT_TRUE(pair.ok());

@@ -68,6 +68,38 @@ TEST(Eal, EmbeddedDefaultNeedsNothingFromTheMachine) {
   EXPECT_FALSE(absl::StrContains(joined, "--no-huge")) << joined;
 }
 
+TEST(Eal, HugepagesAreCheckedBeforeInit) {
+  // The process's EAL is up already; CheckHugepages is what InitEal runs
+  // first with hugepages = yes, since a failed rte_eal_init cannot be retried.
+  std::string out;
+  roce::testing::Run("grep -c ' hugetlbfs ' /proc/mounts; awk '/HugePages_Total/ {print $2}' /proc/meminfo", &out);
+  std::vector<std::string> l = roce::testing::Lines(out);
+  const bool have = l.size() == 2 && l[0] != "0" && l[1] != "0";
+  absl::Status s = CheckHugepages();
+  EXPECT_EQ(s.ok(), have) << s;
+  if (!have) {
+    EXPECT_TRUE(absl::StrContains(s.message(), "nr_hugepages")) << s;
+  }
+}
+
+TEST(RingPair, LongestRingNameFits) {
+  PortProfile p = RingProfile();
+  p.ring = "abcdefghijkl";
+  p.ring_side = RingSide::kLoop;
+  ASSERT_TRUE(ValidateProfile(p).ok());
+  {
+    auto port = Port::Open(p);
+    ASSERT_TRUE(port.ok()) << port.status();
+    EXPECT_EQ((*port)->name(), "net_ring_abcdefghijkl_loop");
+    char name[RTE_ETH_NAME_MAX_LEN];
+    ASSERT_EQ(rte_eth_dev_get_name_by_port((*port)->id(), name), 0);
+    EXPECT_STREQ(name, "net_ring_abcdefghijkl_loop");
+  }
+  EXPECT_TRUE(Port::Open(p).ok());  // closed cleanly: the name is free again
+  p.ring = "abcdefghijklm";
+  EXPECT_FALSE(ValidateProfile(p).ok());
+}
+
 TEST(RingPair, SingleSegmentFramesBothWays) {
   Pair p = OpenPair(RingProfile());
   ASSERT_TRUE(p.a && p.b);

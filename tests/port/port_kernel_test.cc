@@ -179,6 +179,11 @@ TEST(Kernel, TapTalksToTheKernelWithSoftwareAndOffloadedChecksums) {
   EXPECT_TRUE(p.offloads().tx_udp_checksum);
   EXPECT_TRUE(p.offloads().tx_multiseg);
   EXPECT_TRUE(p.offloads().rx_ipv4_checksum);
+  // The tap lives in the test's namespace, with IPv6 off (no ND/MLD frames).
+  std::string v6;
+  ASSERT_EQ(ns.Exec("sysctl -n net.ipv6.conf." + ifname + ".disable_ipv6", &v6), 0) << v6;
+  EXPECT_EQ(v6, "1\n");
+  EXPECT_NE(Sh("ip link show " + ifname), 0) << "the tap must not appear outside the namespace";
   ASSERT_EQ(ns.Exec("ip addr add 192.0.2.1/24 dev " + ifname), 0);
   ASSERT_EQ(ns.Exec("ip link set " + ifname + " up"), 0);
 
@@ -219,6 +224,9 @@ TEST(Kernel, TapTalksToTheKernelWithSoftwareAndOffloadedChecksums) {
   EXPECT_EQ(s.tx_packets, 4u);
   EXPECT_EQ(s.dev_oerrors, 0u);
   EXPECT_GE(s.rx_packets, 3u);
+  // Closing the port removes the tap.
+  port->reset();
+  EXPECT_NE(ns.Exec("ip link show " + ifname), 0);
 }
 
 // Two af_packet ports on the ends of a jumbo veth pair inside a namespace.

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -71,6 +72,9 @@ struct PairOptions {
   QpAttr attr{};  // path/dest_qpn/psns filled in by the harness
   uint32_t a_psn = 0x100, b_psn = 0x200;
   QpTuning tuning{};
+  // Per-side adjustment of the attributes just before RTR (e.g. a different
+  // min RNR timer, inbound read limit or path TOS on one side).
+  std::function<void(bool a_side, QpAttr& attr)> adjust;
 };
 
 class RcPair {
@@ -101,6 +105,7 @@ class RcPair {
       at.sq_psn = e == &a ? opts_.a_psn : opts_.b_psn;
       at.rq_psn = e == &a ? opts_.b_psn : opts_.a_psn;
       at.path = e->node->PathTo(*peer.node);
+      if (opts_.adjust) opts_.adjust(e == &a, at);
       ASSERT_TRUE(e->qp->ToRtr(at));
     }
     for (Endpoint* e : {&a, &b}) ASSERT_TRUE(e->qp->ToRts(net_.now()));

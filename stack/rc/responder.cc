@@ -115,6 +115,14 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
                        Cause::kRemoteInvalidRequest);
         return;
       }
+      // FIRST / ONLY checked the whole range above. The region may have been
+      // deregistered (or the window invalidated) since: check every later
+      // packet again, or it could land in memory the application got back.
+      if (len && pos != Position::kFirst && pos != Position::kOnly &&
+          mem_->CheckRemote(write_rkey_, write_va_, len, mem::kRemoteWrite) != mem::Result::kOk) {
+        ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kRemoteAccess);
+        return;
+      }
       const bool imm = p.Has(kHdrImmDt);
       if (ends && imm && !have_recv_ && !TakeRecv()) {
         counters.rnr_naks_sent++;
@@ -230,7 +238,6 @@ bool QueuePair::TakeRecv() {
   q->Pop();
   have_recv_ = true;
   recv_off_ = 0;
-  recv_checked_ = 0;
   recv_with_imm_ = recv_with_inv_ = false;
   return true;
 }
@@ -240,18 +247,18 @@ bool QueuePair::PlaceRecv(ByteSpan data) {
     ResponderError(syndrome::kNakInvalidRequest, Status::kBufferOverflow, Cause::kLocalLength);
     return false;
   }
-  // Validate every SGE this data touches (once per receive), then copy.
+  // Validate every SGE this packet's data touches, then copy. On every
+  // packet, not once per receive: the region may have been deregistered since
+  // the previous packet of the message.
   uint64_t pos = 0;
   const uint64_t end = recv_off_ + data.size();
   for (uint32_t i = 0; i < cur_recv_.num_sge && pos < end; i++) {
     const Sge& s = cur_sges_[i];
-    if (i >= recv_checked_ && s.length) {
-      if (mem_->CheckLocal(s.lkey, s.addr, s.length, mem::kLocalWrite) != mem::Result::kOk) {
-        ResponderError(syndrome::kNakRemoteOperational, Status::kAccessViolation,
-                       Cause::kLocalProtection);
-        return false;
-      }
-      recv_checked_ = i + 1;
+    if (s.length && pos + s.length > recv_off_ &&
+        mem_->CheckLocal(s.lkey, s.addr, s.length, mem::kLocalWrite) != mem::Result::kOk) {
+      ResponderError(syndrome::kNakRemoteOperational, Status::kAccessViolation,
+                     Cause::kLocalProtection);
+      return false;
     }
     pos += s.length;
   }

@@ -103,26 +103,37 @@ bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now) {
     if (PsnDiff(target, w.first_psn) <= 0) break;  // does not reach this WQE
     if (w.IsRead()) {
       // Later PSNs are acknowledged but this Read is not fully answered: its
-      // remaining responses were lost. Acknowledge up to them and ask again.
+      // remaining responses were lost. Acknowledge up to them and ask again —
+      // once per gap (every later ACK says the same; the timer covers a lost
+      // re-request).
       target = w.resp_psn;
-      implied = true;
+      if (!w.gap_retry || w.gap_psn != w.resp_psn) {
+        w.gap_retry = true;
+        w.gap_psn = w.resp_psn;
+        implied = true;
+      }
       break;
     }
     if (PsnDiff(target, w.LastPsn()) <= 0) break;  // partly acknowledged
     w.done = true;
   }
-  if (PsnDiff(target, una_) > 0) {
+  const bool progress = PsnDiff(target, una_) > 0;
+  if (progress) {
+    dev_->Event(qpn_, "una", una_, target);
     una_ = target;
     retry_left_ = attr_.retry_cnt;
     rnr_left_ = attr_.rnr_retry;
+    seq_nak_active_ = false;
     ArmRetransmitTimer(now);
   }
   if (implied) {
     counters.implied_naks++;
     RetryFrom(target);
     dev_->MarkActive(this);
+  } else if (progress) {
+    SyncCursor();
   }
-  return !implied;
+  return PsnDiff(new_una, target) <= 0;
 }
 
 bool QueuePair::ConsumeRetry(uint64_t now) {
@@ -136,6 +147,7 @@ bool QueuePair::ConsumeRetry(uint64_t now) {
 }
 
 void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
+  dev_->Event(qpn_, "nak", psn, s);
   if (PsnDiff(psn, una_) < 0 || PsnDiff(psn, max_sent_) >= 0) {
     counters.dup_responses++;
     return;
@@ -143,6 +155,10 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
   if (syndrome::Type(s) == syndrome::kTypeRnr) {
     counters.rnr_naks_received++;
     if (!AdvanceUna(psn, now)) return;
+    if (rnr_deadline_ && psn == una_) {  // a copy of the NAK we are already waiting out
+      counters.dup_naks++;
+      return;
+    }
     if (attr_.rnr_retry != 7 && rnr_left_-- <= 0) {
       FailAt(psn, Status::kIoTimeout, Cause::kRnrRetryExceeded);
       return;
@@ -161,7 +177,13 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
     case syndrome::kNakPsnSeqError:
       counters.seq_naks_received++;
       if (!AdvanceUna(psn, now)) return;
+      if (seq_nak_active_ && seq_nak_psn_ == psn) {  // duplicate of the NAK being handled
+        counters.dup_naks++;
+        return;
+      }
       if (!ConsumeRetry(now)) return;
+      seq_nak_active_ = true;
+      seq_nak_psn_ = psn;
       RetryFrom(psn);
       dev_->MarkActive(this);
       return;
@@ -228,6 +250,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
   una_ = rd->resp_psn;
   retry_left_ = attr_.retry_cnt;
   rnr_left_ = attr_.rnr_retry;
+  seq_nak_active_ = false;
   if (last) {
     rd->done = true;
     reads_outstanding_--;
@@ -258,6 +281,7 @@ void QueuePair::FailAt(uint32_t psn, Status st, Cause cause) {
 }
 
 void QueuePair::PushSendCompletion(const SendWqe& w) {
+  dev_->Event(qpn_, "complete", w.wr.context, static_cast<uint64_t>(w.status));
   if (w.status == Status::kSuccess && (w.wr.flags & kSilentSuccess)) return;
   Completion c;
   c.qp_context = context_;
@@ -277,7 +301,8 @@ void QueuePair::CompleteSendHead() {
     PushSendCompletion(w);
     sq_head_++;
   }
-  if (ack_scan_ - sq_head_ > sq_tail_ - sq_head_) ack_scan_ = sq_head_;
+  if (ack_scan_ < sq_head_) ack_scan_ = sq_head_;
+  SyncCursor();
 }
 
 }  // namespace roce::rc

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <queue>
 #include <vector>
@@ -36,6 +37,9 @@ class RcDevice {
     uint32_t max_mem_objects = 1u << 16;
     QpTuning tuning;
     wire::ParseOptions parse;
+    // Diagnostics: if set, queue pairs report protocol events (start of a
+    // WQE, go-back-N restarts, NAK handling, completions) here.
+    std::function<void(uint32_t qpn, const char* event, uint64_t a, uint64_t b)> event_hook;
   };
   RcDevice(const Config& cfg, PacketSink* sink);
   ~RcDevice();
@@ -66,6 +70,9 @@ class RcDevice {
   void MarkActive(QueuePair* qp);
   void TimerChanged(QueuePair* qp);
   bool Transmit(const TxPacket& pkt, uint64_t now);
+  void Event(uint32_t qpn, const char* e, uint64_t a, uint64_t b) {
+    if (cfg_.event_hook) cfg_.event_hook(qpn, e, a, b);
+  }
 
  private:
   Config cfg_;

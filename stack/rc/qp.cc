@@ -153,7 +153,7 @@ bool QueuePair::ToRts(uint64_t now) {
   retry_left_ = attr_.retry_cnt;
   rnr_left_ = attr_.rnr_retry;
   state_ = QpState::kRts;
-  if (cursor_ != sq_tail_) dev_->MarkActive(this);
+  if (cursor_ < sq_tail_) dev_->MarkActive(this);
   return true;
 }
 
@@ -314,7 +314,7 @@ void QueuePair::OnPacket(const RocePacket& p, uint64_t now) {
 bool QueuePair::HasTxWork() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return false;
   if (cnp_owed_ || !responses_.empty()) return true;
-  return state_ == QpState::kRts && cursor_ != sq_tail_ && rnr_deadline_ == 0;
+  return state_ == QpState::kRts && cursor_ < sq_tail_ && rnr_deadline_ == 0;
 }
 
 size_t QueuePair::PollTx(uint64_t now, size_t budget) {
@@ -345,7 +345,9 @@ void QueuePair::OnTimer(uint64_t now) {
     retrans_deadline_ = 0;
     if (una_ != next_psn_) {
       counters.timeouts++;
+      dev_->Event(qpn_, "timeout", una_, retry_left_);
       if (ConsumeRetry(now)) {
+        seq_nak_active_ = false;
         RetryFrom(una_);
         ArmRetransmitTimer(now);
         dev_->MarkActive(this);

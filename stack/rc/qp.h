@@ -40,6 +40,7 @@ struct QpCounters {
   uint64_t invalid_naks_sent = 0, invalid_naks_received = 0;
   uint64_t op_naks_sent = 0, op_naks_received = 0;
   uint64_t implied_naks = 0;          // ACK past an unanswered Read
+  uint64_t dup_naks = 0;              // NAKs for a restart already under way (ignored)
   uint64_t duplicates = 0;            // duplicate requests received
   uint64_t read_replays = 0;
   uint64_t stale_replays = 0;         // duplicate Reads whose memory no longer validates (dropped)
@@ -123,6 +124,10 @@ class QueuePair {
   bool EmitRequest(SendWqe& w, uint32_t pkt, uint64_t now);
   void Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;
   void RetryFrom(uint32_t psn);
+  // Keeps the (re)transmit cursor at or after the oldest uncompleted WQE and
+  // the oldest unacknowledged PSN: completed WQEs' slots are reused by new
+  // posts, and acknowledged packets need not go out again.
+  void SyncCursor();
   void ArmRetransmitTimer(uint64_t now);
 
   // ---- completer (completer.cc) ---------------------------------------------
@@ -179,6 +184,10 @@ class QueuePair {
   uint64_t retrans_deadline_ = 0;  // 0 = not armed
   uint64_t rnr_deadline_ = 0;      // 0 = not waiting
   bool send_error_ = false;        // a WQE failed; the QP is going to error
+  // A go-back-N restart from seq_nak_psn_ is under way because of a sequence
+  // NAK: further NAKs for that PSN are duplicates (the responder sends one).
+  bool seq_nak_active_ = false;
+  uint32_t seq_nak_psn_ = 0;
 
   // Responder.
   uint32_t epsn_ = 0;

@@ -18,10 +18,12 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
   if (rnr_deadline_ || send_error_) return 0;
   const uint32_t window = dev_->tuning().max_unacked_psns;
   size_t n = 0;
-  while (n < budget && cursor_ != sq_tail_ && state_ == QpState::kRts) {
+  while (n < budget && cursor_ < sq_tail_ && state_ == QpState::kRts) {
     SendWqe& w = Slot(cursor_);
     if (!w.started) {
+      const uint64_t at = cursor_;
       if (!StartWqe(w, now)) break;
+      if (cursor_ != at) continue;  // a completion inside StartWqe moved the cursor
     }
     if (w.IsLocal() || w.done) {
       cursor_++;
@@ -81,6 +83,7 @@ bool QueuePair::StartWqe(SendWqe& w, uint64_t now) {
   w.first_psn = next_psn_;
   next_psn_ = PsnAdd(next_psn_, w.npkts);
   w.started = true;
+  dev_->Event(qpn_, "start", cursor_, (uint64_t{w.first_psn} << 32) | w.npkts);
   if (w.IsRead()) {
     w.resp_psn = w.first_psn;
     reads_outstanding_++;
@@ -185,6 +188,7 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now) {
 }
 
 void QueuePair::RetryFrom(uint32_t psn) {
+  dev_->Event(qpn_, "retry-from", psn, cursor_);
   for (uint64_t i = sq_head_; i != sq_tail_; i++) {
     SendWqe& w = Slot(i);
     if (!w.started) {
@@ -202,6 +206,18 @@ void QueuePair::RetryFrom(uint32_t psn) {
   }
   cursor_ = sq_tail_;
   cursor_pkt_ = 0;
+}
+
+void QueuePair::SyncCursor() {
+  if (cursor_ < sq_head_) {
+    cursor_ = sq_head_;
+    cursor_pkt_ = 0;
+  }
+  if (cursor_ >= sq_tail_) return;
+  const SendWqe& w = Slot(cursor_);
+  if (w.started && !w.IsLocal() && !w.done && !w.IsRead() &&
+      PsnDiff(una_, PsnAdd(w.first_psn, cursor_pkt_)) > 0)
+    RetryFrom(una_);
 }
 
 void QueuePair::ArmRetransmitTimer(uint64_t now) {

@@ -34,6 +34,8 @@ ABSL_FLAG(bool, ipv6, false, "run over IPv6");
 ABSL_FLAG(double, delay_us, 1.0, "one-way link delay, microseconds");
 ABSL_FLAG(double, gbps, 100.0, "link rate per sender");
 ABSL_FLAG(std::string, trace, "", "write a packet trace to this file");
+ABSL_FLAG(std::string, dump_on_failure, "", "write the last frames to this file at the first failure");
+ABSL_FLAG(std::string, events, "", "write QP protocol events to this file");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("RC protocol core over a simulated lossy link");
@@ -63,6 +65,14 @@ int main(int argc, char** argv) {
               c.max_outstanding, c.ipv6 ? "ipv6" : "ipv4", absl::GetFlag(FLAGS_delay_us), c.imp.gbps);
   FILE* trace = nullptr;
   if (!absl::GetFlag(FLAGS_trace).empty()) c.trace = trace = std::fopen(absl::GetFlag(FLAGS_trace).c_str(), "w");
+  FILE* events = nullptr;
+  if (!absl::GetFlag(FLAGS_events).empty()) {
+    c.events = events = std::fopen(absl::GetFlag(FLAGS_events).c_str(), "w");
+    if (events) setvbuf(events, nullptr, _IOLBF, 0);
+  }
+  FILE* dump = nullptr;
+  if (!absl::GetFlag(FLAGS_dump_on_failure).empty())
+    c.dump_on_failure = dump = std::fopen(absl::GetFlag(FLAGS_dump_on_failure).c_str(), "w");
   const auto t0 = std::chrono::steady_clock::now();
   const roce::sim::WorkloadResult r = roce::sim::RunWorkload(c);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -98,5 +108,7 @@ int main(int argc, char** argv) {
   absl::PrintF("rocesim: %d messages, %d ok, %d failed\n", r.messages,
               r.ok, r.failed);
   if (trace) std::fclose(trace);
+  if (dump) std::fclose(dump);
+  if (events) std::fclose(events);
   return r.failed == 0 && r.messages > 0 ? 0 : 1;
 }

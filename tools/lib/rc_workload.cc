@@ -217,6 +217,13 @@ void Workload::Setup() {
   dc.mem_seed = cfg_.seed + 17;
   dc.tuning.max_unacked_psns = cfg_.window_psns;
   dc.tuning.ack_req_every = std::max<uint32_t>(cfg_.window_psns / 2, 1);
+  if (cfg_.events) {
+    dc.event_hook = [this](uint32_t qpn, const char* e, uint64_t a, uint64_t b) {
+      std::fprintf(cfg_.events, "%12.3f qp=%06x %s %llu %llu (0x%llx)\n", net_.now() / 1e3, qpn, e,
+                   static_cast<unsigned long long>(a), static_cast<unsigned long long>(b),
+                   static_cast<unsigned long long>(b));
+    };
+  }
   for (int h = 0; h < 2; h++) {
     hosts_[h].node = net_.AddNode(h ? "b" : "a", dc);
     hosts_[h].scq = std::make_unique<CompletionQueue>(1u << 16);
@@ -661,6 +668,12 @@ void Workload::Fail(Pair& p, const std::string& what) {
   if (res_.failures.size() < 20)
     res_.failures.push_back(absl::StrFormat("pair %d t=%.3fms: %s", p.id, net_.now() / 1e6, what));
   if (cfg_.trace) std::fprintf(cfg_.trace, "FAILED pair %d (qpn %06x): %s\n", p.id, p.qi->qpn(), what.c_str());
+  if (cfg_.dump_on_failure && res_.failed == 1) {
+    net_.DumpRecent(cfg_.dump_on_failure);
+    std::fprintf(cfg_.dump_on_failure, "FAILED pair %d (qpi %06x qpr %06x): %s\n", p.id, p.qi->qpn(),
+                 p.qr->qpn(), what.c_str());
+    std::fflush(cfg_.dump_on_failure);
+  }
 }
 
 size_t Workload::PollAll() {
@@ -896,6 +909,7 @@ void Workload::Teardown(Pair& p) {
 
 WorkloadResult Workload::Run() {
   net_.trace = cfg_.trace;
+  if (cfg_.dump_on_failure) net_.RecordRecent(3000000);
   Setup();
   const uint64_t limit = cfg_.time_limit_ns ? cfg_.time_limit_ns : UINT64_MAX;
   for (;;) {

@@ -41,6 +41,8 @@ struct WorkloadConfig {
   bool ipv6 = false;
   uint64_t time_limit_ns = 0;  // virtual time limit (0: none)
   FILE* trace = nullptr;       // packet trace (SimNetwork::trace)
+  FILE* dump_on_failure = nullptr;  // the last frames, at the first failure
+  FILE* events = nullptr;           // QP protocol events (RcDevice::Config::event_hook)
 };
 
 struct WorkloadResult {

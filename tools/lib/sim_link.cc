@@ -94,12 +94,15 @@ void SimNetwork::Send(int from, std::vector<uint8_t>&& frame) {
   const uint64_t start = std::max(now_, busy);
   busy = start + ser;
   uint64_t at = busy + imp_.delay_ns;
+  uint8_t fate = 0;
   if (Chance(imp_.loss)) {
     counters_.dropped++;
+    if (!recent_.empty()) Remember(from, dst, frame, 1);
     if (trace) std::fprintf(trace, " LOST\n");
     return;
   }
   if (Chance(imp_.corrupt)) {
+    fate = 4;
     const size_t bit = std::uniform_int_distribution<size_t>(0, frame.size() * 8 - 1)(rng_);
     frame[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
     counters_.corrupted++;
@@ -114,11 +117,14 @@ void SimNetwork::Send(int from, std::vector<uint8_t>&& frame) {
     const uint64_t k = 1 + std::uniform_int_distribution<uint64_t>(0, imp_.reorder_depth)(rng_);
     at += k * std::max<uint64_t>(ser, 50);
     counters_.reordered++;
+    fate = 2;
     if (trace) std::fprintf(trace, " REORDERED");
   }
   if (trace) std::fprintf(trace, "\n");
+  if (!recent_.empty()) Remember(from, dst, frame, fate);
   if (Chance(imp_.dup)) {
     counters_.duplicated++;
+    if (!recent_.empty()) Remember(from, dst, frame, 3);
     inflight_.push({at + 1, seq_++, dst, frame});
   }
   inflight_.push({at, seq_++, dst, std::move(frame)});
@@ -156,6 +162,42 @@ bool SimNetwork::RunUntil(const std::function<bool()>& done, uint64_t until_ns) 
 
 void SimNetwork::RunIdle(uint64_t until_ns) {
   while (Step(until_ns)) {
+  }
+}
+
+}  // namespace roce::sim
+
+namespace roce::sim {
+
+void SimNetwork::Remember(int from, int to, const std::vector<uint8_t>& frame, uint8_t fate) {
+  Record& r = recent_[recent_next_++ % recent_.size()];
+  r = Record{};
+  r.t = now_;
+  r.from = static_cast<uint8_t>(from);
+  r.to = static_cast<uint8_t>(to);
+  r.fate = fate;
+  RocePacket p;
+  ParseOptions o;
+  o.verify_icrc = false;
+  if (ParseRoceFrame(frame, &p, o) != Error::kOk) return;
+  r.valid = true;
+  r.qpn = p.bth.dest_qp;
+  r.psn = p.bth.psn;
+  r.len = static_cast<uint32_t>(p.payload.size());
+  r.opcode = p.bth.opcode;
+  r.ack_req = p.bth.ack_req;
+  if (p.Has(kHdrAeth)) r.syndrome = p.aeth.syndrome;
+}
+
+void SimNetwork::DumpRecent(FILE* out) const {
+  static const char* kFate[] = {"", " LOST", " REORDERED", " DUP", " CORRUPT"};
+  const size_t n = recent_.size();
+  for (size_t i = 0; i < n; i++) {
+    const Record& r = recent_[(recent_next_ + i) % n];
+    if (!r.valid) continue;
+    std::fprintf(out, "%12.3f %d>%d qp=%06x %-34s psn=%u len=%u%s aeth=%02x%s\n", r.t / 1e3, r.from,
+                 r.to, r.qpn, OpcodeName(r.opcode), r.psn, r.len, r.ack_req ? " A" : "", r.syndrome,
+                 kFate[r.fate]);
   }
 }
 

@@ -80,6 +80,9 @@ class SimNetwork {
   std::function<bool(const SimNode& from, std::vector<uint8_t>& frame)> filter;
   // If set, one line per frame sent and its fate (for debugging).
   FILE* trace = nullptr;
+  // Keep the last `n` frames in memory (cheap); DumpRecent prints them.
+  void RecordRecent(size_t n) { recent_.assign(n, Record{}); }
+  void DumpRecent(FILE* out) const;
 
   // Runs the network: devices transmit, frames are delivered, timers fire,
   // time jumps to the next event. Returns true when `done()` holds, false
@@ -105,6 +108,15 @@ class SimNetwork {
   bool Chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   int Destination(const std::vector<uint8_t>& frame) const;
 
+  struct Record {
+    uint64_t t = 0;
+    uint32_t qpn = 0, psn = 0, len = 0;
+    uint8_t from = 0, to = 0, opcode = 0, syndrome = 0, fate = 0;  // fate: 0 ok, 1 lost, 2 reordered, 3 dup, 4 corrupt
+    bool ack_req = false, valid = false;
+  };
+  void Remember(int from, int to, const std::vector<uint8_t>& frame, uint8_t fate);
+  std::vector<Record> recent_;
+  size_t recent_next_ = 0;
   std::mt19937_64 rng_;
   Impairment imp_;
   bool ipv6_ = false;

@@ -1,0 +1,122 @@
+// The poll-mode engine: glues one DPDK port (stack/port) to the protocol
+// (stack/rc, stack/cm). One pass of Poll():
+//   RX burst → classify (ARP / NDP → neighbours; IPv4/IPv6 UDP 4791 → RC
+//   device, where the QP is found by destination QPN as an array index;
+//   anything else counted and dropped) → timers (RC retransmit/RNR,
+//   neighbour retries) → let active QPs transmit → TX burst.
+// The engine is the RC core's PacketSink: each packet is built in mbufs
+// (headers emitted into the first segment, payload copied into the chain,
+// ICRC chained over the pieces), with checksum offloads where the port has
+// them and software otherwise.
+//
+// Two modes, one lock:
+//  - inline: the application thread calls Poll() itself (what ND2's
+//    GetResults does on a 2-core box, and what the tests use);
+//  - dedicated: Start() runs Poll() in a loop on its own thread (an EAL worker
+//    lcore if one is given, else a plain thread).
+// rc(), neighbors() and the QP/memory calls on them must be made with mu()
+// held; Poll() takes it itself. Polling a CompletionQueue needs no lock (it is
+// a single-consumer ring).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <absl/status/statusor.h>
+#include <absl/synchronization/mutex.h>
+
+#include "stack/cm/neighbor.h"
+#include "stack/port/port.h"
+#include "stack/rc/device.h"
+
+namespace roce::engine {
+
+struct EngineOptions {
+  rc::RcDevice::Config rc;
+  uint16_t queue = 0;       // RX and TX queue this engine polls
+  uint16_t burst = 32;
+  uint8_t tos = 0;          // IPv4 TOS / IPv6 traffic class of RoCE packets (0x02: ECT(0))
+  uint8_t ttl = 64;
+  // Neighbour resolution (MAC/addresses come from the port).
+  uint64_t arp_retry_ns = 200'000'000;
+  uint32_t arp_retries = 10;
+};
+
+struct EngineCounters {
+  uint64_t rx_frames = 0, rx_roce = 0, rx_arp_ndp = 0, rx_other = 0, rx_linearized = 0;
+  uint64_t rx_too_long = 0;
+  uint64_t tx_roce = 0, tx_neighbor = 0, tx_nomem = 0, tx_oversize = 0, tx_busy = 0;
+  uint64_t polls = 0;
+};
+
+class Engine : public rc::PacketSink {
+ public:
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(port::Port* port,
+                                                        const EngineOptions& opts = {});
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  absl::Mutex& mu() { return mu_; }
+  rc::RcDevice& rc() { return *rc_; }
+  cm::NeighborTable& neighbors() { return *neighbors_; }
+  port::Port& port() { return *port_; }
+
+  // One pass of the loop. Returns frames received + sent.
+  size_t Poll();
+  // Dedicated mode. lcore >= 0: rte_eal_remote_launch on that worker lcore.
+  absl::Status Start(int lcore = -1);
+  void Stop();
+  bool running() const { return running_.load(); }
+
+  // Monotonic nanoseconds (TSC).
+  uint64_t NowNs() const;
+
+  // The stack's own addresses (from the port profile).
+  std::optional<wire::IpAddr> LocalIp(bool ipv6) const;
+  // Ethernet/IP/UDP towards `peer` at `peer_mac`, from our address of the same family.
+  absl::StatusOr<wire::NetHeaders> PathTo(const wire::IpAddr& peer, const wire::MacAddr& peer_mac) const;
+  // Resolves `peer` by ARP/NDP, polling (inline) or waiting (dedicated) until
+  // it resolves, fails or `timeout_ns` passes. Call without holding mu().
+  absl::StatusOr<wire::MacAddr> Resolve(const wire::IpAddr& peer, uint64_t timeout_ns);
+
+  // QP creation/destruction with per-QP telemetry (/roce/qp/stats,<qpn>). Hold mu().
+  rc::QueuePair* CreateQp(const rc::QpCaps& caps, rc::CompletionQueue* scq, rc::CompletionQueue* rcq,
+                          rc::ReceiveQueue* srq = nullptr, uint64_t context = 0);
+  void DestroyQp(rc::QueuePair* qp);
+
+  EngineCounters counters() const;
+
+ private:
+  // rc::PacketSink: called by the RC device from inside Poll (lock held).
+  bool Transmit(const rc::TxPacket& pkt, uint64_t now) override;
+
+ private:
+  explicit Engine(port::Port* port, const EngineOptions& opts);
+  void SendRaw(wire::ByteSpan frame);
+  void FlushTx();
+  void HandleRx(rte_mbuf* m, uint64_t now);
+  void Loop();
+
+  port::Port* port_;
+  EngineOptions opts_;
+  absl::Mutex mu_;
+  std::unique_ptr<rc::RcDevice> rc_;
+  std::unique_ptr<cm::NeighborTable> neighbors_;
+  std::vector<rte_mbuf*> tx_;
+  std::vector<uint8_t> scratch_;
+  EngineCounters counters_;
+  double ns_per_cycle_ = 1;
+  uint64_t tsc0_ = 0;
+  std::atomic<bool> running_{false}, stop_{false};
+  std::thread thread_;
+  int lcore_ = -1;
+  port::TelemetryRegistration telemetry_;
+  std::vector<std::pair<uint32_t, port::TelemetryRegistration>> qp_telemetry_;
+};
+
+}  // namespace roce::engine

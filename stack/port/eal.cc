@@ -34,7 +34,9 @@ std::vector<std::string> EalArgs(const EalOptions& o) {
       a.push_back(dev);
     }
   }
-  a.push_back("-l");
+  // "0", "0-1" go to -l; a mapping such as "0@(0-1)" (lcore 0 floating over
+  // CPUs 0-1) needs --lcores.
+  a.push_back(o.lcores.find('@') != std::string::npos ? "--lcores" : "-l");
   a.push_back(o.lcores);
   a.push_back(absl::StrCat("--log-level=", o.log_level));
   if (!o.telemetry) a.push_back("--no-telemetry");

@@ -23,7 +23,7 @@ namespace roce::port {
 struct EalOptions {
   bool hugepages = false;          // true: --in-memory; false: --no-huge --no-shconf
   uint32_t memory_mb = 256;        // -m (no-huge only: hugepages grow on demand)
-  std::string lcores = "0";        // -l
+  std::string lcores = "0";        // -l ("0@(0-1)": --lcores, lcore 0 floating over CPUs 0-1)
   std::string log_level = "error"; // --log-level
   bool telemetry = true;           // false: --no-telemetry
   std::vector<std::string> allow;  // -a <pci>[,devargs]; empty: --no-pci

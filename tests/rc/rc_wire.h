@@ -175,6 +175,20 @@ inline std::function<bool(const Frame&)> DropFirst(std::function<bool(const Fram
   };
 }
 
+// Drops only the `n`th (1-based) frame `pred` selects.
+inline std::function<bool(const Frame&)> DropNth(std::function<bool(const Frame&)> pred, int n) {
+  auto seen = std::make_shared<int>(0);
+  return [pred = std::move(pred), seen, n](const Frame& f) { return pred(f) && ++*seen == n; };
+}
+// Drops a frame if any of the predicates does (each keeps its own state).
+inline std::function<bool(const Frame&)> DropAny(std::vector<std::function<bool(const Frame&)>> ps) {
+  return [ps = std::move(ps)](const Frame& f) {
+    bool d = false;
+    for (const auto& p : ps) d = p(f) || d;  // every predicate sees every frame
+    return d;
+  };
+}
+
 // The bytes of a buffer (the guard zones are checked with GuardsIntact).
 inline std::vector<uint8_t> Snapshot(Buffer& b) {
   return std::vector<uint8_t>(b.data(), b.data() + b.size());

@@ -517,7 +517,7 @@ def run_case(a, report):
     t0 = time.time()
     log(f"booting {nvms} guest(s), netns {peer.ns}, MTU {a.mtu}")
     up = ["up", "--count", str(nvms)] + (["--mtu", str(a.mtu)] if a.mtu != 1500 else [])
-    rc, out, err = peer(*up, timeout=900, check=False)
+    rc, out, err = peer(*up, timeout=300, check=False)
     if rc != 0:
         raise Failure(f"rxe-peer up failed ({rc}): {err.strip()[-3000:]}")
     report["boot_s"] = round(time.time() - t0, 1)
@@ -812,6 +812,9 @@ def main(argv):
         log(f"warning: {w}")
     for p in problems:
         log(f"problem: {p}")
+    pcap = os.path.join(report.get("captures", ""), f"{report['case']}.pcap")
+    if status == 0 and os.environ.get("INTEROP_KEEP_PCAP") == "fail" and os.path.exists(pcap):
+        os.remove(pcap)  # CI disk: a 64 KiB x 1000 capture is ~170 MB
     if "captures" in report:
         with open(os.path.join(report["captures"], f"{report['case']}.report.json"), "w") as f:
             json.dump(report, f, indent=1)

@@ -1,6 +1,14 @@
 #include "stack/port/port.h"
 
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 
 #include <algorithm>
 #include <atomic>
@@ -109,6 +117,22 @@ rte_mempool* CreatePool(const PortProfile& p, const std::string& name) {
 absl::Status Errno(const std::string& what, int rc) {
   const int e = rc < 0 ? -rc : rc;
   return absl::InternalError(absl::StrCat(what, ": ", rte_strerror(e), " (", e, ")"));
+}
+
+// Sets the MAC of a kernel network interface (SIOCSIFHWADDR).
+absl::Status SetKernelMac(const std::string& ifname, const wire::MacAddr& mac) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", strerror(errno)));
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+  std::memcpy(ifr.ifr_hwaddr.sa_data, mac.b.data(), 6);
+  const int rc = ioctl(fd, SIOCSIFHWADDR, &ifr);
+  const int err = errno;
+  close(fd);
+  if (rc != 0)
+    return absl::InternalError(absl::StrCat("setting the MAC of ", ifname, ": ", strerror(err)));
+  return absl::OkStatus();
 }
 
 // A unique kernel interface name (<= 15 characters) for a net_tap without iface=:
@@ -375,6 +399,19 @@ absl::Status Port::Configure() {
   }
   if (int rc = rte_eth_dev_start(port_id_); rc != 0) return Errno("rte_eth_dev_start", rc);
   started_ = true;
+
+  if (p.driver == "net_tap") {
+    // The tap PMD gives the kernel side of the tap the stack's MAC. A Linux
+    // bridge installs each port's own MAC as a *local* FDB entry, so frames
+    // addressed to the stack would be delivered to the bridge host instead of
+    // going out through the tap. Give the kernel netdev a MAC of its own.
+    const std::string ifname = GetDevarg(p.devargs, "iface");
+    wire::MacAddr km = mac_;
+    km.b[5] ^= 0x80;
+    if (!ifname.empty()) {
+      if (absl::Status ks = SetKernelMac(ifname, km); !ks.ok()) return ks;
+    }
+  }
 
   for (const SteeringRule& r : SteeringRules(p, o.rss)) {
     auto f = CreateSteeringRule(port_id_, r);

@@ -150,6 +150,13 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
     }
     case OpKind::kReadRequest: {
       const uint32_t rlen = p.reth.dma_length;
+      // IBTA messages are at most 2^31 bytes; more would also need more than
+      // half the PSN space for the responses at small MTUs.
+      if (rlen > 0x80000000u) {
+        ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
+                       Cause::kRemoteInvalidRequest);
+        return;
+      }
       if (rlen && mem_->CheckRemote(p.reth.rkey, p.reth.va, rlen, mem::kRemoteRead) !=
                       mem::Result::kOk) {
         ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kRemoteAccess);
@@ -166,7 +173,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       }
       ReadResource& res = read_res_[read_res_next_];
       res.first_psn = p.bth.psn;
-      res.npkts = std::max<uint32_t>(1, (rlen + mtu - 1) / mtu);
+      res.npkts = static_cast<uint32_t>(std::max<uint64_t>(1, (uint64_t{rlen} + mtu - 1) / mtu));
       res.va = p.reth.va;
       res.rkey = p.reth.rkey;
       res.length = rlen;

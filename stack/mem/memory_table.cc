@@ -27,14 +27,13 @@ MemoryTable::MemoryTable(uint64_t seed, uint32_t max_objects)
   free_.reserve(max_objects - 1);
   for (uint32_t i = 1; i < max_objects; i++) {
     free_.push_back(i);
-    slots_[i].key = static_cast<uint16_t>(rng_() & kKeyMask);
-    slots_[i].remote_key = static_cast<uint16_t>(rng_() & kKeyMask);
+    slots_[i].key = slots_[i].remote_key = static_cast<uint16_t>(rng_() & kKeyMask);
   }
   std::shuffle(free_.begin(), free_.end(), rng_);
 }
 
 uint16_t MemoryTable::NextKey(uint16_t key) {
-  return static_cast<uint16_t>((key + 1 + rng_() % 16) & kKeyMask);
+  return static_cast<uint16_t>((key + 1 + rng_() % 8) & kKeyMask);
 }
 
 bool MemoryTable::Allocate(uint32_t* index) {
@@ -51,7 +50,7 @@ void MemoryTable::Release(uint32_t index) {
   Slot& s = slots_[index];
   const uint16_t old_key = s.key, old_remote = s.remote_key;
   s = Slot{};
-  // Keep the old keys so the next occupant gets different ones.
+  // Keep the old keys: the next occupant continues the slot's key sequence.
   s.key = old_key;
   s.remote_key = old_remote;
   free_.push_back(index);
@@ -72,9 +71,10 @@ Result MemoryTable::RegisterRegion(uint64_t addr, uint64_t length, uint32_t acce
   uint32_t idx;
   if (!Allocate(&idx)) return Result::kNoResources;
   Slot& s = slots_[idx];
-  uint16_t k1 = NextKey(s.key);
-  uint16_t k2 = NextKey(s.remote_key);
-  if (k2 == k1) k2 = NextKey(k2);  // local and remote tokens always differ
+  // Both keys continue the slot's sequence (remote_key is its newest key),
+  // so neither repeats any key the slot issued recently, of either kind.
+  const uint16_t k1 = NextKey(s.remote_key);
+  const uint16_t k2 = NextKey(k1);
   s.kind = Kind::kRegion;
   s.valid = true;
   s.key = k1;
@@ -105,8 +105,10 @@ Result MemoryTable::CreateWindow(uint32_t* handle) {
   Slot& s = slots_[idx];
   s.kind = Kind::kWindow;
   s.valid = false;
-  s.key = NextKey(std::max(s.key, s.remote_key));
-  s.remote_key = s.key;
+  // Unbound (no key is valid); WindowToken reports a fresh key of the
+  // sequence until a token is allocated.
+  s.remote_key = NextKey(s.remote_key);
+  s.key = s.remote_key;
   live_windows_++;
   *handle = idx;
   return Result::kOk;

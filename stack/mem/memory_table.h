@@ -3,10 +3,13 @@
 //
 // A token (ND2's "token", IB's L_Key/R_Key) is 32 bits: a 20-bit slot index in
 // the high bits and a 12-bit key in the low bits. Slots are handed out from a
-// shuffled free list. A slot's first key is random; every reuse of the slot
-// and every re-bind of a window advances the key by a random step of 1..16,
-// so a stale or invalidated token cannot come back for at least 256 reuses,
-// and a guessed one fails unless both index and key are right.
+// shuffled free list. Each slot issues its keys from one sequence — region
+// local and remote keys, window tokens, whatever the slot holds over time —
+// starting at a random key and advancing by a random step of 1..8 per key
+// issued. A registration issues two keys, a window creation or bind one, so
+// a stale or invalidated token (local or remote) cannot come back, as either
+// kind, for at least 255 reuses of the slot, and a guessed one fails unless
+// both index and key are right.
 // A region has two tokens in one slot: the local token and the remote token
 // carry different keys, so a local token never works remotely.
 //
@@ -95,7 +98,9 @@ class MemoryTable {
     Kind kind = Kind::kFree;
     bool valid = false;        // region registered / window bound
     uint16_t key = 0;          // local key (region) or current window key
-    uint16_t remote_key = 0;   // region's remote key
+    // Region: its remote key. Window: the last token allocated. Either way
+    // the newest key the slot has issued (the next one follows it).
+    uint16_t remote_key = 0;
     uint64_t addr = 0, length = 0;
     uint32_t access = 0;
     uint32_t region = 0;       // window: the region it is bound to

@@ -1,0 +1,59 @@
+// Two complete stacks (port + engine + one connected RC QP each) in one
+// process over an in-process net_ring pair: what the demo and the engine
+// benchmark run on. Addresses 10.0.0.1 / 10.0.0.2 (fd00::1 / fd00::2); MACs
+// are learned by real ARP/NDP over the ring. The EAL must be initialized.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <absl/status/status.h>
+
+#include "stack/engine/engine.h"
+
+namespace roce::tools {
+
+struct TwoStacksOptions {
+  std::string ring = "two_stacks";
+  uint32_t path_mtu = 4096;
+  uint16_t port_mtu = 4200;
+  uint16_t mbuf_data_room = 2048;  // < a 4 KB frame: data frames are mbuf chains
+  uint32_t mbufs = 16383;
+  bool ipv6 = false;
+  std::string capture_a;           // pcap of everything side a sends and receives
+  port::FaultConfig faults;        // applied to side a (both directions)
+  rc::QpCaps caps;
+  rc::QpTuning tuning;
+};
+
+class TwoStacks {
+ public:
+  struct Side {
+    std::unique_ptr<port::Port> port;
+    std::unique_ptr<engine::Engine> eng;
+    std::unique_ptr<rc::CompletionQueue> scq, rcq;
+    rc::QueuePair* qp = nullptr;
+  };
+  static absl::StatusOr<std::unique_ptr<TwoStacks>> Open(const TwoStacksOptions& o);
+  ~TwoStacks();
+
+  Side& a() { return s_[0]; }
+  Side& b() { return s_[1]; }
+  // One poll pass of both engines (inline mode).
+  size_t PollBoth();
+  // Polls both until `cq` holds `n` completions, then returns them (or fewer after `timeout_ns`).
+  std::vector<rc::Completion> Wait(rc::CompletionQueue& cq, size_t n, uint64_t timeout_ns = 10'000'000'000ull);
+  // Registers `len` bytes at `p` on a side (engine lock taken).
+  mem::RegionInfo Register(Side& s, void* p, size_t len, uint32_t access);
+  void Deregister(Side& s, const mem::RegionInfo& r);
+  rc::PostResult Post(Side& s, const rc::SendWr& w);
+  rc::PostResult PostRecv(Side& s, const rc::RecvWr& w);
+
+ private:
+  TwoStacks() = default;
+  absl::Status Connect(const TwoStacksOptions& o);
+  Side s_[2];
+};
+
+}  // namespace roce::tools

@@ -145,16 +145,11 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
     return false;
   }
   uint8_t* h = rte_pktmbuf_mtod(m, uint8_t*);
-  // Checksums: offload what the port can, compute the rest here.
-  port::TxChecksumRequest want;
-  want.l2_len = static_cast<uint16_t>(net.eth.Len());
-  want.l3_len = static_cast<uint16_t>(net.ipv6 ? Ipv6Header::kLen : net.ip4.Len());
-  want.ipv6 = net.ipv6;
-  want.ip_checksum = !net.ipv6;
-  want.udp_checksum = net.ipv6;
-  BuildOptions bo;
-  bo.fill_ip_checksum = true;  // computed here; an offload recomputes the same value
-  EmitHeaders(net, pkt.bth, pkt.ext, plen, h, bo);
+  // Checksums. The IPv4 header checksum is always computed here (it is
+  // cheap, and a port capture — taken before the device — then shows the
+  // real value); the IPv6 UDP checksum, which covers the payload, goes to
+  // the port's offload when it has one.
+  EmitHeaders(net, pkt.bth, pkt.ext, plen, h);
   Icrc icrc;
   const size_t l3 = net.eth.Len();
   icrc.Begin(ByteSpan(h + l3, hlen - l3));
@@ -174,23 +169,22 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
     counters_.tx_nomem++;
     return false;
   }
-  const port::TxChecksumRequest left = port_->RequestTxChecksums(m, want);
-  if (net.ipv6 && left.udp_checksum) {
-    // UDP over IPv6 must carry a checksum: pseudo-header + UDP header + the
-    // datagram, accumulated over the pieces as they were appended.
-    const size_t udp_at = l3 + Ipv6Header::kLen;
-    InetChecksum c;
-    c.Add(ByteSpan(net.ip6.src.data(), 16));
-    c.Add(ByteSpan(net.ip6.dst.data(), 16));
-    const uint32_t ulen = static_cast<uint32_t>(total - udp_at);
-    c.Add16(static_cast<uint16_t>(ulen >> 16));
-    c.Add16(static_cast<uint16_t>(ulen));
-    c.Add16(kIpProtoUdp);
-    c.Add(ByteSpan(h + udp_at, 6));
-    c.Add(ByteSpan(h + udp_at + UdpHeader::kLen, hlen - udp_at - UdpHeader::kLen));
-    for (uint32_t i = 0; i < pkt.nseg; i++) c.Add(ByteSpan(pkt.seg[i].p, pkt.seg[i].len));
-    c.Add(ByteSpan(tail, pad + kIcrcLen));
-    Store16(h + udp_at + 6, c.Finish());
+  if (net.ipv6) {
+    port::TxChecksumRequest want;
+    want.l2_len = static_cast<uint16_t>(l3);
+    want.l3_len = Ipv6Header::kLen;
+    want.ipv6 = true;
+    want.udp_checksum = true;
+    if (port_->RequestTxChecksums(m, want).udp_checksum) {
+      // In software: pseudo-header + UDP header, then the datagram's pieces.
+      const size_t udp_at = l3 + Ipv6Header::kLen;
+      InetChecksum c = BeginUdp6Checksum(net.ip6.src.data(), net.ip6.dst.data(),
+                                         static_cast<uint32_t>(total - udp_at), h + udp_at);
+      c.Add(ByteSpan(h + udp_at + UdpHeader::kLen, hlen - udp_at - UdpHeader::kLen));
+      for (uint32_t i = 0; i < pkt.nseg; i++) c.Add(ByteSpan(pkt.seg[i].p, pkt.seg[i].len));
+      c.Add(ByteSpan(tail, pad + kIcrcLen));
+      Store16(h + udp_at + 6, c.Finish());
+    }
   }
   counters_.tx_roce++;
   tx_.push_back(m);

@@ -25,16 +25,22 @@ uint16_t InetChecksum::Finish() const {
   return c == 0 ? 0xFFFF : c;
 }
 
-uint16_t UdpChecksumV6(const uint8_t src[16], const uint8_t dst[16], ByteSpan udp_header,
-                       ByteSpan rest) {
+InetChecksum BeginUdp6Checksum(const uint8_t src[16], const uint8_t dst[16], uint32_t udp_len,
+                               const uint8_t* udp_header) {
   InetChecksum c;
   c.Add(ByteSpan(src, 16));
   c.Add(ByteSpan(dst, 16));
-  const uint32_t len = static_cast<uint32_t>(udp_header.size() + rest.size());
-  c.Add16(static_cast<uint16_t>(len >> 16));
-  c.Add16(static_cast<uint16_t>(len));
-  c.Add16(17);
-  c.Add(udp_header.first(6));  // ports and length; the checksum field counts as 0
+  c.Add16(static_cast<uint16_t>(udp_len >> 16));
+  c.Add16(static_cast<uint16_t>(udp_len));
+  c.Add16(17);  // UDP
+  c.Add(ByteSpan(udp_header, 6));  // ports and length; the checksum field counts as 0
+  return c;
+}
+
+uint16_t UdpChecksumV6(const uint8_t src[16], const uint8_t dst[16], ByteSpan udp_header,
+                       ByteSpan rest) {
+  InetChecksum c = BeginUdp6Checksum(
+      src, dst, static_cast<uint32_t>(udp_header.size() + rest.size()), udp_header.data());
   c.Add(rest);
   return c.Finish();
 }

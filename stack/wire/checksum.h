@@ -24,6 +24,12 @@ class InetChecksum {
   bool odd_ = false;  // an odd number of bytes has been added so far
 };
 
+// Starts a UDP-over-IPv6 checksum: the pseudo-header (addresses, UDP length,
+// next header) and the first 6 bytes of the UDP header (its checksum field
+// counts as zero). Add the datagram after the UDP header, then Finish().
+InetChecksum BeginUdp6Checksum(const uint8_t src[16], const uint8_t dst[16], uint32_t udp_len,
+                               const uint8_t* udp_header);
+
 // UDP-over-IPv6 checksum of `udp` (UDP header with any checksum value, then
 // the datagram), returned ready to store.
 uint16_t UdpChecksumV6(const uint8_t src[16], const uint8_t dst[16], ByteSpan udp_header,

@@ -329,6 +329,26 @@ TEST(RcAccess, DeregisterRefusedWhileWindowBound) {
   s.RemoteOk(WrOp::kWrite, s.target.addr(), 128, tok);
 }
 
+// The NAK names the failing request's PSN: with an older Read still
+// unanswered (its response lost), the error lands on the Write the NAK
+// names; the Read, never answered, is flushed.
+TEST(RcAccess, NakFailsTheRequestItNamesNotTheOldest) {
+  AccessRig s;
+  s.w.drop = [](const Frame& f) { return IsReadResponse(f.opcode); };
+  const uint32_t psn0 = s.p.a.qp->next_psn();
+  Sge ks{s.sink.addr(), 64, s.kr.local_token}, ss{s.src.addr(), 64, s.sr.local_token};
+  ASSERT_EQ(s.p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, s.target.addr(), s.tr.remote_token)),
+            PostResult::kOk);
+  ASSERT_EQ(s.p.a.qp->PostSend(MakeRdma(2, WrOp::kWrite, &ss, 1, s.target.addr(), s.tr.remote_token ^ 3)),
+            PostResult::kOk);
+  ASSERT_TRUE(s.p.RunForSend(s.p.a, 2));
+  ExpectCompletions(s.p.a.PollSend(), {{1, Status::kCanceled, Cause::kFlushed},
+                                       {2, Status::kAccessViolation, Cause::kRemoteAccess}});
+  auto naks = s.w.Where([](const Frame& f) { return f.from == kB && f.opcode == op::kRcAck; });
+  ASSERT_EQ(naks.size(), 1u);
+  EXPECT_EQ(naks[0].psn, PsnAdd(psn0, 1));
+}
+
 // Deregister (or Invalidate) between the packets of one multi-packet Write:
 // once Deregister has returned, the application may reuse or unmap the
 // memory, so no later packet of the Write may land in it. The access check

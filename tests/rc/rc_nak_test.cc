@@ -2,6 +2,8 @@
 // (syndrome, PSN, MSN), its counters and receive completions, and what the
 // requester does with it (go-back-N, RNR wait in virtual time, or failing the
 // request and flushing the rest). Also retry and RNR-retry exhaustion.
+#include <utility>
+
 #include "tests/rc/rc_wire.h"
 
 namespace roce::rc::testing {
@@ -92,9 +94,25 @@ TEST(RcNak, SequenceErrorOneNakThenSilentDropThenGoBackN) {
 
 // ---- RNR --------------------------------------------------------------------
 
+TEST(RcNak, TimerCodesMatchIbta) {
+  // IBTA vol 1 table 45 (RNR NAK timer field), in microseconds.
+  const double us[32] = {655360, 10,    20,    30,    40,    60,    80,    120,
+                         160,    240,   320,   480,   640,   960,   1280,  1920,
+                         2560,   3840,  5120,  7680,  10240, 15360, 20480, 30720,
+                         40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520};
+  for (uint8_t c = 0; c < 32; c++) EXPECT_EQ(RnrTimerNs(c), static_cast<uint64_t>(us[c] * 1000)) << int{c};
+  // Local ACK timeout: 4.096 us * 2^code, 0 = none.
+  EXPECT_EQ(AckTimeoutNs(0), 0u);
+  EXPECT_EQ(AckTimeoutNs(1), 8192u);
+  EXPECT_EQ(AckTimeoutNs(14), 67'108'864u);
+  EXPECT_EQ(AckTimeoutNs(31), 4096ull << 31);
+}
+
 TEST(RcNak, RnrNakCarriesResponderTimerAndRequesterWaitsIt) {
-  for (uint8_t code : {uint8_t{1}, uint8_t{14}}) {
+  // IBTA RNR timer table: code 1 = 0.01 ms, code 14 = 1.28 ms.
+  for (auto [code, wait] : {std::pair<uint8_t, uint64_t>{1, 10'000}, {14, 1'280'000}}) {
     SCOPED_TRACE(::testing::Message() << "min_rnr_timer code " << int{code});
+    EXPECT_EQ(RnrTimerNs(code), wait);
     PairOptions o;
     o.adjust = [&](bool a_side, QpAttr& at) {
       // Only the responder's code counts; give a a different one to prove it.
@@ -122,7 +140,6 @@ TEST(RcNak, RnrNakCarriesResponderTimerAndRequesterWaitsIt) {
     auto sends = w.Op(kA, op::kRcSendOnly);
     ASSERT_GE(rnr.size(), 3u);
     ASSERT_EQ(sends.size(), rnr.size() + 1);
-    const uint64_t wait = RnrTimerNs(code);
     for (size_t i = 0; i < rnr.size(); i++) {
       EXPECT_EQ(rnr[i].from, kB);
       EXPECT_EQ(rnr[i].syndrome, syn::Rnr(code));
@@ -204,8 +221,8 @@ TEST(RcNak, RnrRetryExhaustedTimesOutAndPeerSeesNothing) {
   EXPECT_EQ(p.a.qp->counters.rnr_naks_received, 4u);
   EXPECT_EQ(p.b.qp->counters.rnr_naks_sent, 4u);
   // Three RNR waits of 10 us (plus link time) before the fourth NAK fails it.
-  EXPECT_GE(tc - t0, 3 * RnrTimerNs(1));
-  EXPECT_LE(tc - t0, 3 * RnrTimerNs(1) + 4 * 3'000);
+  EXPECT_GE(tc - t0, 3 * 10'000u);  // code 1 = 10 us
+  EXPECT_LE(tc - t0, 3 * 10'000u + 4 * 3'000);
 
   // The peer saw nothing: no completion, no bytes, its QP still running and
   // still expecting the same PSN; the Write behind the refused Send was
@@ -408,7 +425,7 @@ TEST(RcNak, RetryExhaustedWithSilentPeer) {
   ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &r0, 1)), PostResult::kOk);
   ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(101, &r1, 1)), PostResult::kOk);
 
-  const uint64_t T = AckTimeoutNs(10);
+  const uint64_t T = 4096ull << 10;  // 4.096 us * 2^timeout
   const uint32_t psn0 = p.a.qp->next_psn();
   const uint64_t t0 = p.net().now();
   Sge ss{src.addr(), 100, sr.local_token}, ks{sink.addr(), 100, kr.local_token};

@@ -416,5 +416,26 @@ TEST(RcAccess, DeregisterReceiveBufferDuringMultiPacketSend) {
   ExpectCompletions(s.p.b.PollRecv(), {{100, Status::kAccessViolation, Cause::kLocalProtection}});
 }
 
+// The requester side of the same rule: a Read's sink region deregistered
+// while responses are still arriving. The rest must not land in it.
+TEST(RcAccess, DeregisterReadSinkWhileResponsesArrive) {
+  AccessRig s;
+  mem::RegionInfo r2;
+  ASSERT_EQ(s.p.a.mem().RegisterRegion(s.sink.addr(), kTarget, mem::kLocalWrite, &r2), mem::Result::kOk);
+  Sge ks{s.sink.addr(), static_cast<uint32_t>(kTarget), r2.local_token};  // 4 responses
+  ASSERT_EQ(s.p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, s.target.addr(), s.tr.remote_token)),
+            PostResult::kOk);
+  ASSERT_TRUE(s.p.net().RunUntil([&] { return s.p.a.qp->counters.rx_packets >= 1; },
+                                 s.p.net().now() + 1'000'000));
+  ASSERT_EQ(s.p.a.qp->counters.rx_packets, 1u);
+  ASSERT_EQ(s.p.a.mem().DeregisterRegion(r2.handle), mem::Result::kOk);
+  memset(s.sink.data() + 1024, 0x5A, kTarget - 1024);
+  const auto after = Snapshot(s.sink);
+  ASSERT_TRUE(s.p.RunForSend(s.p.a, 1));
+  s.p.RunIdle();
+  EXPECT_TRUE(SameBytes(s.sink, after)) << "read responses landed after the sink was deregistered";
+  ExpectCompletions(s.p.a.PollSend(), {{1, Status::kAccessViolation, Cause::kLocalProtection}});
+}
+
 }  // namespace
 }  // namespace roce::rc::testing

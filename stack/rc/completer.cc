@@ -52,6 +52,21 @@ void Scatter(const Sge* sge, uint32_t n, uint64_t offset, ByteSpan data) {
   }
 }
 
+// True if every SGE that bytes [offset, offset+len) of the list land in is
+// still a valid Read sink.
+bool SinkStillValid(const mem::MemoryTable& m, const Sge* sge, uint32_t n, uint64_t offset,
+                    uint64_t len) {
+  uint64_t pos = 0;
+  const uint64_t end = offset + len;
+  for (uint32_t i = 0; i < n && pos < end; i++) {
+    if (sge[i].length && pos + sge[i].length > offset &&
+        m.CheckLocal(sge[i].lkey, sge[i].addr, sge[i].length, mem::kReadSink) != mem::Result::kOk)
+      return false;
+    pos += sge[i].length;
+  }
+  return true;
+}
+
 }  // namespace
 
 void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, ByteSpan data) {
@@ -243,6 +258,12 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
             : (pos != Position::kFirst && pos != Position::kMiddle)) ||
       p.payload.size() != want) {
     counters.dropped_bad++;
+    return;
+  }
+  // The sink was checked when the Read started; its region may have been
+  // deregistered since, and then nothing more may land in it.
+  if (!SinkStillValid(*mem_, rd->wr.sge, rd->wr.num_sge, offset, p.payload.size())) {
+    FailAt(psn, Status::kAccessViolation, Cause::kLocalProtection);
     return;
   }
   Scatter(rd->wr.sge, rd->wr.num_sge, offset, p.payload);

@@ -245,6 +245,43 @@ TEST(RcNak, RnrRetryExhaustedTimesOutAndPeerSeesNothing) {
   EXPECT_TRUE(SameBytes(recv, recv_before));
 }
 
+// A multi-packet Write with immediate needs a receive only at its LAST
+// packet: the RNR NAK names that PSN and the retry resends only it.
+TEST(RcNak, RnrOnLastPacketOfWriteWithImmediate) {
+  PairOptions o;
+  o.attr.path_mtu = 256;
+  o.attr.min_rnr_timer = 1;
+  RcPair p(o);
+  WireLog w(p.net());
+  Buffer src(1024, 1), target(1024, 2);
+  src.Fill(8);
+  auto sr = p.a.Register(src, 0);
+  auto tr = p.b.Register(target, mem::kLocalWrite | mem::kRemoteWrite);
+  const uint32_t psn0 = p.a.qp->next_psn();
+  Sge ss{src.addr(), 1000, sr.local_token};  // 4 packets
+  SendWr wr = MakeRdma(1, WrOp::kWriteWithImm, &ss, 1, target.addr(), tr.remote_token);
+  wr.imm = 0x01020304;
+  ASSERT_EQ(p.a.qp->PostSend(wr), PostResult::kOk);
+  ASSERT_TRUE(p.net().RunUntil([&] { return p.b.qp->counters.rnr_naks_sent >= 1; },
+                               p.net().now() + 1'000'000));
+  ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(9, nullptr, 0)), PostResult::kOk);  // a Write's immediate needs no buffer
+  ASSERT_TRUE(p.RunForSend(p.a, 1));
+  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
+  auto rc = p.b.PollRecv();
+  ExpectCompletions(rc, {{9, Status::kSuccess}});
+  EXPECT_TRUE(rc[0].with_imm);
+  EXPECT_EQ(rc[0].imm, 0x01020304u);
+  EXPECT_EQ(rc[0].bytes, 1000u);
+  EXPECT_EQ(0, memcmp(target.data(), src.data(), 1000));
+  auto rnr = w.Where(IsRnrNak);
+  ASSERT_GE(rnr.size(), 1u);
+  EXPECT_EQ(rnr[0].psn, PsnAdd(psn0, 3));
+  // Each PSN of the first three packets went out once; the LAST once per try.
+  for (uint32_t i = 0; i < 3; i++)
+    EXPECT_EQ(w.Count([&](const Frame& f) { return f.from == kA && f.psn == PsnAdd(psn0, i); }), 1u);
+  EXPECT_EQ(w.Op(kA, op::kRcWriteLastImm).size(), rnr.size() + 1);
+}
+
 // ---- fatal NAKs -----------------------------------------------------------------
 
 TEST(RcNak, InvalidRequestOnOpcodeSequenceViolation) {

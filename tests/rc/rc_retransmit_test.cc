@@ -357,6 +357,36 @@ TEST(RcRetransmit, ImpliedNakReRequestsTheRead) {
   ExpectCompletions(p.b.PollRecv(), {{100, Status::kSuccess}});
 }
 
+// The same, with the replay lost too: the implied NAK asks once per gap, so
+// the retransmit timer must recover the Read.
+TEST(RcRetransmit, ImpliedNakWithLostReplayRecoversOnTimeout) {
+  PairOptions o;
+  o.attr.timeout = 8;  // 1.05 ms
+  RcPair p(o);
+  WireLog w(p.net());
+  Buffer sink(512, 1), target(512, 2), src(64, 3), recv(64, 4);
+  target.Fill(6);
+  auto kr = p.a.Register(sink, mem::kLocalWrite);
+  auto sr = p.a.Register(src, 0);
+  auto tr = p.b.Register(target, mem::kRemoteRead);
+  auto rr = p.b.Register(recv, mem::kLocalWrite);
+  Sge rs{recv.addr(), 64, rr.local_token};
+  ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &rs, 1)), PostResult::kOk);
+  w.drop = DropFirst([](const Frame& f) { return f.opcode == op::kRcReadResponseOnly; }, 2);
+  Sge ks{sink.addr(), 512, kr.local_token}, ss{src.addr(), 64, sr.local_token};
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
+            PostResult::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(MakeSend(2, &ss, 1)), PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 2));
+  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}, {2, Status::kSuccess}});
+  EXPECT_EQ(0, memcmp(sink.data(), target.data(), 512));
+  EXPECT_EQ(p.a.qp->counters.implied_naks, 1u);
+  EXPECT_EQ(p.a.qp->counters.timeouts, 1u);
+  EXPECT_EQ(w.Op(kA, op::kRcReadRequest).size(), 3u);
+  EXPECT_EQ(p.b.qp->counters.read_replays, 2u);
+  EXPECT_EQ(p.a.qp->state(), QpState::kRts);
+}
+
 // ---- ACK coalescing -----------------------------------------------------------
 
 TEST(RcRetransmit, AckCoalescingCarriesTheMsn) {

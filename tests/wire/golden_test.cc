@@ -4,7 +4,6 @@
 // are checked against the tshark summaries captured with them.
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -28,15 +27,17 @@ std::map<int, int> TsharkOpcodeCounts(const std::string& path) {
   std::string line;
   std::map<int, int> m;
   bool in_section = false;
-  std::regex row(R"(^\s+(\d+)\s+(\d+)\s*$)");
   while (std::getline(in, line)) {
     if (line.find("BTH opcodes") != std::string::npos) {
       in_section = true;
       continue;
     }
-    std::smatch sm;
-    if (in_section && std::regex_match(line, sm, row)) {
-      m[std::stoi(sm[2])] += std::stoi(sm[1]);
+    // Rows of the section are "   <count> <opcode>".
+    std::istringstream row(line);
+    int count, opcode;
+    std::string rest;
+    if (in_section && (row >> count >> opcode) && !(row >> rest)) {
+      m[opcode] += count;
     } else if (in_section) {
       in_section = false;
     }

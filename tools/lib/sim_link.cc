@@ -14,6 +14,7 @@ SimNode::SimNode(SimNetwork* net, int id, const std::string& name, const MacAddr
 
 bool SimNode::Transmit(const rc::TxPacket& pkt, uint64_t now) {
   (void)now;
+  if (!net_->CanSend(id_)) return false;
   std::vector<uint8_t> frame(rc::TxFrameLen(pkt));
   rc::SerializeFrame(pkt, frame.data());
   net_->Send(id_, std::move(frame));

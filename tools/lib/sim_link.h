@@ -29,6 +29,11 @@ struct Impairment {
   double gbps = 100;               // serialization rate per sender (0: instant)
   uint32_t reorder_depth = 8;      // a held-back frame arrives up to this many frame-times late
   double ce_mark = 0;    // probability an ECN-capable IPv4 frame is marked CE (congestion)
+  // Transmit queue per sender, in serialization time (0: unbounded). When the
+  // link is already busy this far ahead, the node refuses the packet as a
+  // full NIC ring would (the device counts tx_busy and the QP retries later),
+  // so a long burst — a 2 GiB Read's responses — is not all queued at once.
+  uint64_t tx_queue_ns = 0;
 };
 
 struct LinkCounters {
@@ -96,6 +101,10 @@ class SimNetwork {
   bool Step(uint64_t until_ns);
 
   void Send(int from, std::vector<uint8_t>&& frame);
+  // False while `from`'s transmit queue is full (Impairment::tx_queue_ns).
+  bool CanSend(int from) const {
+    return imp_.tx_queue_ns == 0 || busy_until_[static_cast<size_t>(from)] <= now_ + imp_.tx_queue_ns;
+  }
 
  private:
   struct InFlight {

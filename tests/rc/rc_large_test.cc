@@ -133,6 +133,9 @@ TEST(RcLarge, FullLengthWriteAndReadAbove4GiB) {
   ASSERT_EQ(ra.base() & 0xFFFFFFFFull, 0xC0000000ull);
   PairOptions o;
   o.attr.path_mtu = 4096;
+  // Without a bounded transmit queue the simulator would take all 2^19 read
+  // responses at once and hold 2 GiB of frames in flight.
+  o.imp.tx_queue_ns = 100'000;
   RcPair p(o);
   Counter cnt;
   cnt.Install(p.net());

@@ -188,6 +188,8 @@ TEST(RcLarge, FullLengthWriteAndReadAbove4GiB) {
   EXPECT_EQ(rq->dma_len, kMax);
   EXPECT_EQ(rq->va, rb.base());
   EXPECT_EQ(0, memcmp(ra.view(), rb.view(), kPeriod));
+  EXPECT_GT(p.b.node->dev().counters.tx_busy, 0u);  // the responder was held back, and recovered
+  EXPECT_EQ(p.b.qp->counters.retransmits + p.a.qp->counters.retransmits, 0u);
   std::printf("[ timing ] 2^31-1 byte Write %.2f s, Read %.2f s (wall)\n", tw, tr);
 
   // The very end of the range: the last byte is inside, one more is not.

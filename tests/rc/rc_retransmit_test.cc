@@ -179,6 +179,49 @@ TEST(RcRetransmit, PsnWrapMixedTrafficBothDirections) {
   EXPECT_EQ(resp.back().opcode, op::kRcReadResponseLast);
 }
 
+// The device below refuses packets whenever the link is busy (a full NIC
+// ring: Transmit returns false). Both roles must keep their place and send
+// the refused packet later, without counting it as sent or retransmitting.
+TEST(RcRetransmit, RefusedTransmitsAreSentLater) {
+  PairOptions opt;
+  opt.attr.path_mtu = 256;
+  opt.imp.tx_queue_ns = 1;  // one frame on the wire at a time
+  RcPair p(opt);
+  WireLog w(p.net());
+  const uint32_t n = 5000;
+  Buffer src(n, 1), sink(n, 2), target(n, 3), recv(n, 4);
+  src.Fill(1);
+  target.Fill(2);
+  auto sr = p.a.Register(src, 0);
+  auto kr = p.a.Register(sink, mem::kLocalWrite);
+  auto tr = p.b.Register(target, mem::kLocalWrite | mem::kRemoteRead | mem::kRemoteWrite);
+  auto rr = p.b.Register(recv, mem::kLocalWrite);
+  const auto target_before = Snapshot(target);
+  Sge rs{recv.addr(), n, rr.local_token}, ss{src.addr(), n, sr.local_token}, ks{sink.addr(), n, kr.local_token};
+  ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &rs, 1)), PostResult::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)), PostResult::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(MakeSend(2, &ss, 1)), PostResult::kOk);
+  SendWr wr = MakeRdma(3, WrOp::kWrite, &ss, 1, target.addr(), tr.remote_token);
+  wr.flags |= kReadFence;
+  ASSERT_EQ(p.a.qp->PostSend(wr), PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 3));
+  p.RunIdle();
+  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}, {2, Status::kSuccess}, {3, Status::kSuccess}});
+  ExpectCompletions(p.b.PollRecv(), {{100, Status::kSuccess}});
+  EXPECT_EQ(0, memcmp(sink.data(), target_before.data(), n));
+  EXPECT_EQ(0, memcmp(recv.data(), src.data(), n));
+  EXPECT_EQ(0, memcmp(target.data(), src.data(), n));
+  EXPECT_GT(p.a.node->dev().counters.tx_busy, 0u);
+  EXPECT_GT(p.b.node->dev().counters.tx_busy, 0u);
+  EXPECT_EQ(p.a.qp->counters.retransmits, 0u);
+  // Every PSN went out exactly once, in order: 1 read request + 20 + 20.
+  auto req = w.Where([](const Frame& f) { return f.from == kA; });
+  ASSERT_EQ(req.size(), 41u);
+  for (uint32_t i = 0; i < req.size(); i++) EXPECT_EQ(req[i].psn, PsnAdd(req[0].psn, i == 0 ? 0 : 19 + i));
+  EXPECT_EQ(p.a.qp->counters.tx_packets, 41u);
+  EXPECT_EQ(w.Count([](const Frame& f) { return IsReadResponse(f.opcode); }), 20u);
+}
+
 // ---- duplicates ---------------------------------------------------------------
 
 TEST(RcRetransmit, DuplicateSendReAckedNotDeliveredTwice) {

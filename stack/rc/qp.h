@@ -122,7 +122,7 @@ class QueuePair {
   bool StartWqe(SendWqe& w, uint64_t now);
   void ExecuteLocal(SendWqe& w);
   bool EmitRequest(SendWqe& w, uint32_t pkt, uint64_t now);
-  void Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;
+  bool Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;  // false: source no longer registered
   void RetryFrom(uint32_t psn);
   // Keeps the (re)transmit cursor at or after the oldest uncompleted WQE and
   // the oldest unacknowledged PSN: completed WQEs' slots are reused by new

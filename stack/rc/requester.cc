@@ -106,14 +106,14 @@ void QueuePair::ExecuteLocal(SendWqe& w) {
   }
 }
 
-void QueuePair::Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const {
+bool QueuePair::Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const {
   pkt->payload_len = len;
   pkt->nseg = 0;
-  if (len == 0) return;
+  if (len == 0) return true;
   if (w.inline_data) {
     pkt->seg[0] = {w.inline_data + offset, len};
     pkt->nseg = 1;
-    return;
+    return true;
   }
   uint64_t pos = 0;
   for (uint32_t i = 0; i < w.wr.num_sge && len; i++) {
@@ -124,11 +124,16 @@ void QueuePair::Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket
     }
     const uint64_t in = offset - pos;
     const uint32_t take = static_cast<uint32_t>(std::min<uint64_t>(s.length - in, len));
+    // The source is re-checked for every packet, first transmission or
+    // retransmission: a region deregistered while the request is in flight
+    // is a local protection error, never a read of memory we no longer own.
+    if (mem_->CheckLocal(s.lkey, s.addr + in, take, 0) != mem::Result::kOk) return false;
     pkt->seg[pkt->nseg++] = {reinterpret_cast<const uint8_t*>(s.addr + in), take};
     offset += take;
     len -= take;
     pos += s.length;
   }
+  return true;
 }
 
 bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now) {
@@ -171,7 +176,14 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now) {
       pkt.ext.imm = w.wr.imm;
       pkt.ext.ieth_rkey = w.wr.invalidate_rkey;
     }
-    Gather(w, offset, len, &pkt);
+    if (!Gather(w, offset, len, &pkt)) {
+      dev_->Event(qpn_, "source-gone", psn, offset);
+      w.status = Status::kAccessViolation;
+      w.cause = Cause::kLocalProtection;
+      send_error_ = true;
+      ToError();
+      return false;
+    }
   }
   const QpTuning& t = dev_->tuning();
   pkt.bth.ack_req = last || since_ack_req_ + 1 >= t.ack_req_every ||

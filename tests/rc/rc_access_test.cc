@@ -437,5 +437,45 @@ TEST(RcAccess, DeregisterReadSinkWhileResponsesArrive) {
   ExpectCompletions(s.p.a.PollSend(), {{1, Status::kAccessViolation, Cause::kLocalProtection}});
 }
 
+// The requester's source: a Write whose second packet is lost, with the source
+// region deregistered before the go-back-N retransmission. The retransmission
+// must not read the deregistered memory: the Write fails with a local
+// protection error, nothing more of it reaches the wire, the QP flushes.
+TEST(RcAccess, DeregisterWriteSourceBeforeRetransmit) {
+  AccessRig s;
+  mem::RegionInfo r2;
+  ASSERT_EQ(s.p.a.mem().RegisterRegion(s.src.addr(), kTarget, 0, &r2), mem::Result::kOk);
+  const uint32_t psn0 = s.p.a.qp->next_psn();
+  bool dropped = false;
+  s.w.drop = [&](const Frame& f) {
+    if (dropped || f.from != 0 || f.psn != PsnAdd(psn0, 1)) return false;
+    return dropped = true;
+  };
+  memset(s.target.data(), 0, kTarget);
+  Sge ss{s.src.addr(), static_cast<uint32_t>(kTarget), r2.local_token};  // 4 packets at MTU 1024
+  ASSERT_EQ(s.p.a.qp->PostSend(MakeRdma(1, WrOp::kWrite, &ss, 1, s.target.addr(), s.tr.remote_token)),
+            PostResult::kOk);
+  ASSERT_EQ(s.p.a.qp->PostSend(MakeRdma(2, WrOp::kWrite, &ss, 1, s.target.addr(), s.tr.remote_token)),
+            PostResult::kOk);  // flushed behind it
+  // Wait until all four packets went out once and b answered the gap.
+  ASSERT_TRUE(s.p.net().RunUntil([&] { return s.w.From(0).size() >= 4 && s.w.From(1).size() >= 1; },
+                                 s.p.net().now() + 1'000'000));
+  ASSERT_TRUE(dropped);
+  ASSERT_EQ(s.p.a.qp->counters.retransmits, 0u);
+  ASSERT_EQ(s.p.a.mem().DeregisterRegion(r2.handle), mem::Result::kOk);
+  const size_t sent_before = s.w.From(0).size();
+  ASSERT_TRUE(s.p.RunForSend(s.p.a, 2));
+  s.p.RunIdle();
+  ExpectCompletions(s.p.a.PollSend(), {{1, Status::kAccessViolation, Cause::kLocalProtection},
+                                       {2, Status::kCanceled, Cause::kFlushed}});
+  EXPECT_EQ(s.p.a.qp->state(), QpState::kError);
+  EXPECT_EQ(s.w.From(0).size(), sent_before) << "a request left after its source was deregistered";
+  EXPECT_EQ(s.p.a.qp->counters.retransmits, 0u);
+  // Only the first packet landed; the out-of-sequence ones were dropped.
+  EXPECT_EQ(memcmp(s.target.data(), s.src.data(), 1024), 0);
+  EXPECT_EQ(std::count(s.target.data() + 1024, s.target.data() + kTarget, 0),
+            static_cast<long>(kTarget - 1024));
+}
+
 }  // namespace
 }  // namespace roce::rc::testing

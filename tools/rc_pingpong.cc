@@ -69,7 +69,7 @@ void Usage(const char* argv0) {
       "Options of this stack:\n"
       "  --profile=<file>       port profile (drivers-cfg/*.ini; default net_tap.ini)\n"
       "  --iface=<name>         the driver's interface (tap name, veth, ...)\n"
-      "  --ip=<addr/len>        the stack's own address (port.ipv4 / port.ipv6)\n"
+      "  --ip=<addr/len>        the stack's own address (port.ipv4 / port.ipv6); its family picks our GID\n"
       "  --set=<section.key=v>  any profile key (repeatable), e.g. --set fault.rx_drop=0.02\n"
       "  --capture=<file.pcap>  write every frame sent and received\n"
       "  --timeout=<seconds>    give up after this long without progress (default 60)\n",
@@ -151,6 +151,7 @@ class PingPong {
   std::vector<uint8_t> buf_;
   mem::RegionInfo mr_{};
   tools::PingpongDest local_;
+  wire::IpAddr local_ip_;
 };
 
 bool PingPong::PostRecvs(uint32_t n) {
@@ -179,6 +180,11 @@ bool PingPong::ConnectQp(const tools::PingpongDest& remote, std::string* error) 
   wire::IpAddr peer = wire::IpAddr::FromV6(remote.gid.data());
   if (peer == wire::IpAddr{}) {
     *error = "the peer sent no GID (run ibv_rc_pingpong with -g)";
+    return false;
+  }
+  if (peer.IsV4() != local_ip_.IsV4()) {
+    *error = absl::StrCat("the peer's GID ", peer.ToString(), " and ours (", local_ip_.ToString(),
+                          ") are of different IP families: pick the peer's -g index to match --ip");
     return false;
   }
   // ARP/NDP for the peer: also what lets a kernel RoCE peer (rxe) resolve us.
@@ -261,9 +267,13 @@ int PingPong::Run() {
     return 1;
   }
   eng_ = std::move(*e);
-  const auto my_ip = eng_->LocalIp(false);
+  // Our GID is the port's address: the family of --ip when given (so
+  // `--ip fe80::10/64` talks RoCEv2 over IPv6), else IPv4 when the profile
+  // has one, else IPv6. The peer's GID family must match (its -g index).
+  const bool v6 = o_.ip.empty() ? !eng_->LocalIp(false) : o_.ip.find(':') != std::string::npos;
+  const auto my_ip = eng_->LocalIp(v6);
   if (!my_ip) {
-    std::fprintf(stderr, "the port profile has no IPv4 address (--ip)\n");
+    std::fprintf(stderr, "the port profile has no %s address (--ip)\n", v6 ? "IPv6" : "IPv4");
     return 1;
   }
 
@@ -295,10 +305,11 @@ int PingPong::Run() {
   }
   uint32_t routs = o_.rx_depth;
 
+  local_ip_ = *my_ip;
   local_.lid = 0;
   local_.qpn = qp_->qpn();
   local_.psn = tools::RcPingpongStartPsn(tools::PingpongSeed());
-  local_.gid = tools::Ipv4MappedGid(my_ip->V4());
+  local_.gid = my_ip->b;  // IPv4 as ::ffff:a.b.c.d, as rxe's RoCEv2 GIDs
   std::printf("%s\n", tools::FormatAddressLine(true, local_).c_str());
   std::fflush(stdout);
 

@@ -55,18 +55,19 @@ PINGPONG_PORT = 18515
 # Our rc-pingpong on the host (tools/rc_pingpong.cc), run inside the netns.
 # The ONE place to adapt if its command line changes (or set env
 # RC_PINGPONG_CMD). Placeholders: {build} {source} {profile} (net_tap /
-# net_af_packet) {iface} {host_ip} {mtu} (bridge MTU) {faults} {gid_index}
+# net_af_packet) {iface} {host_ip} {host_prefix} {mtu} (bridge MTU) {faults} {gid_index}
 # {size} {iters} {mtu_opt} ("-m N" or "") {server} ("" for the server).
 RC_PINGPONG_CMD = os.environ.get(
     "RC_PINGPONG_CMD",
     "{build}/tools/rc-pingpong --profile {source}/drivers-cfg/{profile}.ini --iface {iface}"
-    " --ip {host_ip}/24 --set port.mtu={mtu} {faults}"
+    " --ip {host_ip}/{host_prefix} --set port.mtu={mtu} {faults}"
     " -g {gid_index} -s {size} -n {iters} {mtu_opt} -c {server}")
 # --loss P becomes these (our port's fault injection, drivers-cfg [fault]).
 FAULTS_FMT = os.environ.get("RC_PINGPONG_FAULTS", "--set fault.rx_drop={p} --set fault.tx_drop={p}")
 HOST_GID_INDEX = os.environ.get("RC_PINGPONG_GID_INDEX", "0")  # accepted, our GID is the port address
-# The guest side: $RXE_DEV and $RXE_GID_INDEX are expanded in the guest.
-GUEST_PINGPONG_CMD = "ibv_rc_pingpong -d $RXE_DEV -g $RXE_GID_INDEX -s {size} -n {iters} {mtu_opt} -c {server}"
+# The guest side: $RXE_DEV (and $RXE_GID_INDEX, the IPv4 GID, the default
+# {gid_index}) are expanded in the guest.
+GUEST_PINGPONG_CMD = "ibv_rc_pingpong -d $RXE_DEV -g {gid_index} -s {size} -n {iters} {mtu_opt} -c {server}"
 
 # rxe hw_counters (drivers/infiniband/sw/rxe/rxe_hw_counters.c). FATAL ones
 # fail a case when they move; RECOVERABLE ones are reported as warnings (rxe
@@ -312,6 +313,29 @@ def capture_stop(logpath):
     return int(m.group(1)) if m else None
 
 
+def uses_host_stack(a):
+    return "host" in (a.server, a.client) or bool(a.host_cmd)
+
+
+def check_udp6_checksums(pcap, src, notes):
+    """Our RoCEv2-over-IPv6 frames must carry a correct UDP checksum (zero is
+    illegal over IPv6; rxe itself sends zero, which receivers must accept)."""
+    rc, out, err = run(["tshark", "-n", "-r", pcap, "-o", "udp.check_checksum:TRUE",
+                        "-Y", f"ipv6.src == {src} && udp.dstport == 4791",
+                        "-T", "fields", "-e", "frame.number", "-e", "udp.checksum.status"], timeout=1800)
+    if rc != 0:
+        return [f"tshark (UDP checksums) exited {rc}: {err.strip()[-500:]}"]
+    rows = [l.split("\t") for l in out.splitlines() if l.strip()]
+    bad = [r[0] for r in rows if r[1:2] != ["1"]]  # 1 = Good
+    notes.append(f"IPv6 UDP checksums of our frames: {len(rows) - len(bad)} good, {len(bad)} not")
+    problems = []
+    if not rows:
+        problems.append(f"no RoCEv2 frame from {src} in the capture")
+    if bad:
+        problems.append(f"{len(bad)} of our IPv6 frames have a bad UDP checksum, e.g. frames {', '.join(bad[:10])}")
+    return problems
+
+
 def check_capture(build, pcap, expect_roce):
     """Returns (problems, notes)."""
     problems, notes = [], []
@@ -422,6 +446,10 @@ def parse_args(argv):
     ap.add_argument("--attach", choices=["none", "tap", "af_packet"], default="none")
     ap.add_argument("--iface", help="host interface: default dtap0 (tap) / dpdk0 (af_packet)")
     ap.add_argument("--host-ip", default=f"{NET}.10", help="the RoCE address of our stack")
+    ap.add_argument("--ipv6", action="store_true",
+                    help="RoCEv2 over IPv6: guests up with --ipv6 use their link-local RoCE v2 GID, "
+                         "our stack --host-ip6")
+    ap.add_argument("--host-ip6", default="fe80::c612:10", help="our stack's IPv6 address with --ipv6 (/64)")
     ap.add_argument("--server", help="ibv_rc_pingpong pair: host | vmN")
     ap.add_argument("--client", help="ibv_rc_pingpong pair: host | vmN")
     ap.add_argument("--size", type=int, default=4096)
@@ -438,6 +466,9 @@ def parse_args(argv):
                     help="fail if this recoverable rxe counter moves")
     ap.add_argument("--expect-counter", action="append", default=[], metavar="COUNTER",
                     help="fail unless this rxe counter moved on some guest (e.g. loss recovery)")
+    ap.add_argument("--expect-host-counter", action="append", default=[], metavar="COUNTER",
+                    help="fail unless our rc-pingpong's closing counter line shows COUNTER > 0 "
+                         "(e.g. retransmits, seq-naks: sent/received summed)")
     ap.add_argument("--timeout", type=float, help="seconds for the commands (default from size/iters)")
     args = ap.parse_args(argv)
     if args.case:
@@ -516,7 +547,8 @@ def run_case(a, report):
 
     t0 = time.time()
     log(f"booting {nvms} guest(s), netns {peer.ns}, MTU {a.mtu}")
-    up = ["up", "--count", str(nvms)] + (["--mtu", str(a.mtu)] if a.mtu != 1500 else [])
+    up = ["up", "--count", str(nvms)] + (["--mtu", str(a.mtu)] if a.mtu != 1500 else []) + \
+         (["--ipv6"] if a.ipv6 else [])
     rc, out, err = peer(*up, timeout=300, check=False)
     if rc != 0:
         raise Failure(f"rxe-peer up failed ({rc}): {err.strip()[-3000:]}")
@@ -525,6 +557,10 @@ def run_case(a, report):
     for n, v in vms.items():
         log(f"vm{n}: ip={v['ip']} gid_index={v['gid_index']} gid={v['gid']} active_mtu={v['active_mtu']}"
             f" boot={v.get('boot_seconds')}s")
+    if a.ipv6:
+        for n, v in vms.items():
+            v["gid_index"], v["gid"] = link_local_gid(peer, n, v)
+            log(f"vm{n}: IPv6 link-local RoCE v2 GID [{v['gid_index']}] {v['gid']}")
     report["vms"] = vms
 
     if a.attach == "af_packet":
@@ -579,6 +615,8 @@ def run_case(a, report):
 
     t0 = time.time()
     cp, notes = check_capture(build, base + ".pcap", expect_roce=not a.no_roce)
+    if a.ipv6 and uses_host_stack(a):
+        cp += check_udp6_checksums(base + ".pcap", a.host_ip6, notes)
     report["capture_check_s"] = round(time.time() - t0, 1)
     report["capture"] = notes
     report["pcap_bytes"] = os.path.getsize(base + ".pcap")
@@ -588,14 +626,25 @@ def run_case(a, report):
     return problems
 
 
-def guest_cmd_line(a, server_ip):
-    return " ".join(GUEST_PINGPONG_CMD.format(size=a.size, iters=a.iters, server=server_ip or "",
+def link_local_gid(peer, n, v):
+    """(index, gid) of the guest's fe80:: RoCE v2 GID (ibv_devinfo -v); Failure if none."""
+    rc, out, err = peer("run", "--vm", str(n), "--", "ibv_devinfo", "-v", "-d", v.get("ibdev", "rxe0"),
+                        timeout=60, check=False)
+    for m in re.finditer(r"GID\[\s*(\d+)\]:\s*(fe80:[0-9a-f:]+), RoCE v2", out):
+        return m.group(1), m.group(2)
+    raise Failure(f"vm{n} has no link-local RoCE v2 GID (rc {rc}): {(out + err).strip()[-800:]}")
+
+
+def guest_cmd_line(a, server_ip, vm_info):
+    gid = vm_info["gid_index"] if a.ipv6 else "$RXE_GID_INDEX"
+    return " ".join(GUEST_PINGPONG_CMD.format(size=a.size, iters=a.iters, server=server_ip or "", gid_index=gid,
                                               mtu_opt=f"-m {a.path_mtu}" if a.path_mtu else "").split())
 
 
 def host_cmd_line(a, fmt, iface, server_ip):
     return " ".join(RC_PINGPONG_CMD.format(
-        **fmt, iface=iface, host_ip=a.host_ip, mtu=a.mtu,
+        **fmt, iface=iface, host_ip=a.host_ip6 if a.ipv6 else a.host_ip, host_prefix=64 if a.ipv6 else 24,
+        mtu=a.mtu,
         profile={"tap": "net_tap", "af_packet": "net_af_packet"}[a.attach],
         faults=FAULTS_FMT.format(p=a.loss) if a.loss else "", gid_index=HOST_GID_INDEX,
         size=a.size, iters=a.iters, mtu_opt=f"-m {a.path_mtu}" if a.path_mtu else "",
@@ -616,7 +665,7 @@ class Side:
             if a.attach == "tap":
                 attach_tap_when_up(peer, iface, self.host)
         elif self.vm in vms:
-            self.cmd = guest_cmd_line(a, server_ip)
+            self.cmd = guest_cmd_line(a, server_ip, vms[self.vm])
             log(f"{role} (vm{self.vm}): {self.cmd}")
             self.start = time.time()
             self.job = peer.start_job(self.vm, f"exec {self.cmd}", timeout + 10)
@@ -667,6 +716,16 @@ def addresses(out):
     return (loc.groups() if loc else None), (rem.groups() if rem else None)
 
 
+def host_counter(out, name):
+    """Value of NAME in rc-pingpong's 'rc-pingpong: qp ...' line ('a/b' pairs summed); None if absent."""
+    for line in out.splitlines():
+        if line.startswith("rc-pingpong: qp "):
+            m = re.search(r"(?:^|\s)" + re.escape(name) + r" (\d+)(?:/(\d+))?(?:\s|$)", line)
+            if m:
+                return int(m.group(1)) + int(m.group(2) or 0)
+    return None
+
+
 def run_pingpong(a, peer, vms, env, fmt, iface, base, timeout, report):
     problems = []
     server_ip = f"{NET}.1" if a.server == "host" else vms[endpoint_vm(a.server)]["ip"]
@@ -697,6 +756,17 @@ def run_pingpong(a, peer, vms, env, fmt, iface, base, timeout, report):
             problems.append(f"{side.role} ({side.ep}) did not print '{want} ...'")
         if "invalid data in page" in side.out:
             problems.append(f"{side.role} ({side.ep}) found invalid data (-c)")
+    host_side = [s for s in (server, client) if s.ep == "host"]
+    for k in a.expect_host_counter:
+        if not host_side or host_side[0].rc != 0:
+            continue  # already failed above, or no host side
+        v = host_counter(host_side[0].out, k)
+        log(f"host counter {k} = {v}")
+        report.setdefault("host_counters", {})[k] = v
+        if v is None:
+            problems.append(f"host output has no counter '{k}' in its 'rc-pingpong: qp' line")
+        elif v == 0:
+            problems.append(f"expected our counter {k} to move (it stayed 0)")
     if src == 0 and crc == 0:
         sl, sr = addresses(server.out)
         cl, cr = addresses(client.out)

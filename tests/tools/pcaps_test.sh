@@ -13,7 +13,11 @@ for f in "$src"/pcaps/ours/*.pcap; do
   [ "$bad" = 0 ] || fail "$f: $bad malformed frames"
   echo "$(basename "$f"): $(echo "$out" | tail -1)"
 done
-[ $n -ge 5 ] || fail "expected 5 captures, found $n"
+[ $n -ge 6 ] || fail "expected 6 captures, found $n"
+v6=$src/pcaps/ours/ours-client-rxe-server-ipv6.pcap
+st=$(tshark -n -r "$v6" -o udp.check_checksum:TRUE -Y 'ipv6.src == fe80::c612:10 && udp.dstport == 4791' \
+       -T fields -e udp.checksum.status 2>/dev/null | sort | uniq -c | tr -s ' ')
+[ "$st" = " 60 1" ] || fail "$v6: our 60 IPv6 RoCEv2 frames should all have a good UDP checksum, got '$st'"
 for f in two-stacks-lossy ours-rxe-lossy; do
   naks=$(tshark -n -r "$src/pcaps/ours/$f.pcap" -Y 'infiniband.aeth.syndrome == 0x60' 2>/dev/null | wc -l)
   [ "$naks" -ge 1 ] || fail "$f: no PSN sequence error NAK"

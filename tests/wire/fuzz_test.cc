@@ -1,0 +1,352 @@
+// Seeded mutation fuzzing of the wire parsers (run under ASan/UBSan by
+// `tools/run test`, which is where out-of-bounds reads would show).
+//
+// Inputs start from the reference captures (hardware RNIC and rxe frames):
+// structure-aware mutations change header fields, the payload length, VLAN
+// tagging and the IP version and rebuild the frame (so the ICRC and the
+// checksums can be valid and parsing gets past them), then byte-level
+// mutations (bit flips, random bytes, insertions, deletions, truncation,
+// extension) break it in arbitrary ways. Each input is parsed into an
+// exactly-sized heap buffer, with and without ICRC/IP-checksum checking.
+//
+// The oracle for an accepted frame is independent of how it was made: the
+// parsed representation must be complete — rebuilding it verbatim (nothing
+// recomputed) reproduces the input byte for byte — its spans must lie inside
+// the input, and with checking on the ICRC recomputed from it must match.
+// NDP and ARP parsers get the same treatment from frames built by our emitters.
+// Longer campaigns: WIRE_FUZZ_ROUNDS=5000000 WIRE_FUZZ_SEED=N build-asan/tests/wire/wire_fuzz_test
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "stack/wire/icrc.h"
+#include "stack/wire/ndp.h"
+#include "stack/wire/packet.h"
+#include "tests/support/test_support.h"
+
+namespace roce::wire {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+std::vector<Bytes> ReferenceRoceFrames() {
+  std::vector<Bytes> v;
+  for (const auto& cap : roce::testing::ReferenceCaptures())
+    for (const auto& f : cap.frames) {
+      RocePacket p;
+      if (ParseRoceFrame(f.data, &p) == Error::kOk) v.push_back(f.data);
+    }
+  return v;
+}
+
+bool Within(ByteSpan s, const Bytes& buf) {
+  if (s.empty()) return true;
+  return s.data() >= buf.data() && s.data() + s.size() <= buf.data() + buf.size();
+}
+
+class Mutator {
+ public:
+  explicit Mutator(uint64_t seed) : rng_(seed) {}
+  uint32_t U(uint32_t n) { return n ? static_cast<uint32_t>(rng_() % n) : 0; }
+  bool P(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  uint64_t R() { return rng_(); }
+
+  // Field-level mutation of a parsed packet, rebuilt with (mostly) valid
+  // lengths, checksums and ICRC. `payload` keeps the bytes p.payload views.
+  Bytes Structured(RocePacket p, Bytes& payload) {
+    switch (U(12)) {
+      case 0: p.bth.opcode = static_cast<uint8_t>(U(256)); break;
+      case 1: p.bth.opcode = static_cast<uint8_t>(U(0x18)); break;  // RC opcodes
+      case 2: p.bth.psn = static_cast<uint32_t>(R()) & 0xFFFFFF; p.bth.ack_req = P(.5); break;
+      case 3: p.bth.dest_qp = static_cast<uint32_t>(R()) & 0xFFFFFF; break;
+      case 4: p.reth = {R(), static_cast<uint32_t>(R()), static_cast<uint32_t>(R())}; break;
+      case 5: p.aeth.syndrome = static_cast<uint8_t>(U(256)); p.aeth.msn = U(1u << 24); break;
+      case 6: payload.resize(U(4200)); break;
+      case 7: payload.resize(U(8)); break;
+      case 8:
+        p.eth.has_vlan = !p.eth.has_vlan;
+        p.eth.vlan_tci = static_cast<uint16_t>(R());
+        break;
+      case 9:
+        if (!p.ipv6) {
+          p.ipv6 = true;
+          p.eth.ethertype = kEtherTypeIpv6;
+          for (auto& b : p.ip6.src) b = static_cast<uint8_t>(R());
+          for (auto& b : p.ip6.dst) b = static_cast<uint8_t>(R());
+          p.ip6.hop_limit = static_cast<uint8_t>(U(256));
+        }
+        break;
+      case 10: p.bth.tver = static_cast<uint8_t>(U(16)); p.bth.pkey = static_cast<uint16_t>(R()); break;
+      default: p.bth.pad_count = static_cast<uint8_t>(U(4)); break;
+    }
+    for (auto& b : payload) b = static_cast<uint8_t>(R());
+    p.payload = ByteSpan(payload.data(), payload.size());
+    BuildOptions o;
+    o.fill_lengths = !P(.05);
+    o.fill_ip_checksum = !P(.05);
+    o.fill_icrc = !P(.05);
+    o.zero_pad = true;
+    o.append_trailer = P(.1);
+    Bytes out(FrameLen(p, static_cast<uint32_t>(payload.size())) + p.trailer.size() + 64);
+    out.resize(BuildRoceFrame(p, out, o));
+    return out;
+  }
+
+  // Byte-level damage.
+  void Bytewise(Bytes& f) {
+    const int n = 1 + static_cast<int>(U(6));
+    for (int i = 0; i < n; i++) {
+      switch (U(7)) {
+        case 0:
+          if (!f.empty()) f[U(static_cast<uint32_t>(f.size()))] ^= static_cast<uint8_t>(1u << U(8));
+          break;
+        case 1:
+          if (!f.empty()) f[U(static_cast<uint32_t>(std::min<size_t>(f.size(), 80)))] = static_cast<uint8_t>(R());
+          break;
+        case 2: f.resize(U(static_cast<uint32_t>(f.size() + 1))); break;
+        case 3: f.insert(f.begin() + U(static_cast<uint32_t>(f.size() + 1)), U(9), static_cast<uint8_t>(R())); break;
+        case 4:
+          if (!f.empty()) {
+            const size_t at = U(static_cast<uint32_t>(f.size()));
+            f.erase(f.begin() + at, f.begin() + std::min(f.size(), at + 1 + U(8)));
+          }
+          break;
+        case 5: f.resize(f.size() + U(64), static_cast<uint8_t>(R())); break;
+        default:
+          if (f.size() > 8) {  // copy a chunk over another (headers shifted)
+            const size_t a = U(static_cast<uint32_t>(f.size() - 4)), b = U(static_cast<uint32_t>(f.size() - 4));
+            std::memmove(&f[b], &f[a], 4);
+          }
+          break;
+      }
+    }
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// Makes a byte-mutated frame consistent again where it can: IP and UDP
+// lengths from the frame size, the IPv4 header checksum (RFC 1071, computed
+// here) and the ICRC — so that damage to the transport headers (inserted or
+// deleted bytes, odd lengths) reaches the checks behind the ICRC.
+void Repair(Bytes& f) {
+  if (f.size() < 14) return;
+  size_t l3 = 14;
+  uint16_t et = static_cast<uint16_t>(f[12] << 8 | f[13]);
+  if (et == 0x8100 && f.size() >= 18) {
+    l3 = 18;
+    et = static_cast<uint16_t>(f[16] << 8 | f[17]);
+  }
+  auto put16 = [&](size_t at, size_t v) {
+    f[at] = static_cast<uint8_t>(v >> 8);
+    f[at + 1] = static_cast<uint8_t>(v);
+  };
+  size_t udp;
+  if (et == 0x0800) {
+    if (f.size() < l3 + 20) return;
+    const size_t ihl = (f[l3] & 15u) * 4;
+    if (ihl < 20 || f.size() < l3 + ihl + 8 + 4) return;
+    put16(l3 + 2, f.size() - l3);
+    put16(l3 + 10, 0);
+    uint32_t sum = 0;
+    for (size_t i = 0; i < ihl; i += 2) sum += static_cast<uint32_t>(f[l3 + i] << 8 | f[l3 + i + 1]);
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    put16(l3 + 10, ~sum & 0xFFFF);
+    udp = l3 + ihl;
+  } else if (et == 0x86DD) {
+    if (f.size() < l3 + 40 + 8 + 4) return;
+    put16(l3 + 4, f.size() - l3 - 40);
+    udp = l3 + 40;
+  } else {
+    return;
+  }
+  put16(udp + 4, f.size() - udp);
+  bool ok = false;
+  const uint32_t icrc = ComputeIcrc(ByteSpan(f.data() + l3, f.size() - l3 - 4), &ok);
+  if (!ok) return;
+  for (int i = 0; i < 4; i++) f[f.size() - 4 + i] = static_cast<uint8_t>(icrc >> (8 * i));
+}
+
+struct Stats {
+  uint64_t inputs = 0, accepted = 0, accepted_checked = 0;
+  std::map<Error, uint64_t> reasons;
+};
+
+// Parses `input` from an exactly-sized heap copy and checks the oracle.
+void ParseAndCheck(const Bytes& input, bool checked, Stats* st) {
+  const Bytes buf(input);  // exact size: ASan sees any read past the end
+  RocePacket p;
+  ParseOptions po;
+  po.verify_icrc = po.verify_ip_checksum = checked;
+  const Error e = ParseRoceFrame(buf, &p, po);
+  st->inputs++;
+  st->reasons[e]++;
+  if (e != Error::kOk) return;
+  st->accepted++;
+  if (checked) st->accepted_checked++;
+  ASSERT_TRUE(Within(p.payload, buf) && Within(p.pad, buf) && Within(p.trailer, buf));
+  ASSERT_LT(p.bth_offset, buf.size());
+  ASSERT_LT(p.l3_offset, p.bth_offset);
+  ASSERT_EQ(HeadersLen(p) + p.payload.size() + p.pad.size() + 4 + p.trailer.size(), buf.size());
+  ASSERT_EQ(p.pad.size(), p.bth.pad_count);
+  BuildOptions verbatim;
+  verbatim.fill_lengths = verbatim.fill_ip_checksum = verbatim.fill_icrc = false;
+  verbatim.zero_pad = false;
+  verbatim.fill_udp6_checksum = false;
+  verbatim.append_trailer = true;
+  Bytes out(buf.size() + 64);
+  out.resize(BuildRoceFrame(p, out, verbatim));
+  if (out != buf) {
+    size_t at = 0;
+    while (at < std::min(out.size(), buf.size()) && out[at] == buf[at]) at++;
+    FAIL() << "an accepted frame's parsed form does not reproduce it: byte " << at << " of " << buf.size();
+  }
+  if (checked) {
+    // Recomputing every derived field must not change an accepted frame
+    // (except an IPv6 UDP checksum and the pad bytes' values, which
+    // receivers do not check).
+    BuildOptions computed;
+    computed.append_trailer = true;
+    computed.fill_udp6_checksum = false;
+    computed.zero_pad = false;
+    Bytes again(buf.size() + 64);
+    again.resize(BuildRoceFrame(p, again, computed));
+    if (again != buf) {
+      size_t at = 0;
+      while (at < std::min(again.size(), buf.size()) && again[at] == buf[at]) at++;
+      FAIL() << "an accepted frame has a derived field that is not what it should be: byte " << at
+             << " of " << buf.size() << " (rebuilt " << again.size() << "), opcode "
+             << static_cast<int>(p.bth.opcode) << ", bth at " << p.bth_offset;
+    }
+  }
+}
+
+TEST(WireFuzz, RoceFrameParserOnMutatedReferenceFrames) {
+  const std::vector<Bytes> refs = ReferenceRoceFrames();
+  ASSERT_GT(refs.size(), 500u);
+  // WIRE_FUZZ_ROUNDS / WIRE_FUZZ_SEED run longer or other campaigns by hand.
+  const char* env_rounds = std::getenv("WIRE_FUZZ_ROUNDS");
+  const char* env_seed = std::getenv("WIRE_FUZZ_SEED");
+  const uint32_t kRounds = env_rounds ? static_cast<uint32_t>(std::strtoul(env_rounds, nullptr, 10)) : 200000;
+  Mutator m(env_seed ? std::strtoull(env_seed, nullptr, 10) : 20261122);
+  Stats st;
+  for (uint32_t i = 0; i < kRounds && !::testing::Test::HasFatalFailure(); i++) {
+    const Bytes& ref = refs[m.U(static_cast<uint32_t>(refs.size()))];
+    Bytes f;
+    const int kind = static_cast<int>(m.U(3));
+    if (kind == 0) {
+      f = ref;
+      m.Bytewise(f);
+      if (m.P(.5)) Repair(f);
+    } else {
+      RocePacket p;
+      ASSERT_EQ(ParseRoceFrame(ref, &p), Error::kOk);
+      Bytes payload(p.payload.begin(), p.payload.end());
+      f = m.Structured(p, payload);
+      if (kind == 2) {
+        m.Bytewise(f);
+        if (m.P(.5)) Repair(f);
+      }
+    }
+    SCOPED_TRACE(i);
+    ParseAndCheck(f, true, &st);
+    ParseAndCheck(f, false, &st);
+  }
+  // The fuzzer must reach both sides of the parser, or it proves little.
+  EXPECT_GT(st.accepted_checked, kRounds / 20u);
+  EXPECT_GT(st.inputs - st.accepted, kRounds / 2u);
+  EXPECT_GE(st.reasons.size(), 12u) << "too few distinct rejection reasons reached";
+  std::printf("fuzz: %llu inputs, %llu accepted (%llu with ICRC/IP checksum checked), %zu outcomes\n",
+              static_cast<unsigned long long>(st.inputs), static_cast<unsigned long long>(st.accepted),
+              static_cast<unsigned long long>(st.accepted_checked), st.reasons.size());
+  for (const auto& [e, n] : st.reasons)
+    std::printf("  %-28s %llu\n", ErrorName(e), static_cast<unsigned long long>(n));
+}
+
+TEST(WireFuzz, TransportParserOnRandomBytes) {
+  Mutator m(7);
+  for (int i = 0; i < 50000; i++) {
+    Bytes b(m.U(120));
+    for (auto& x : b) x = static_cast<uint8_t>(m.R());
+    if (!b.empty() && m.P(.5)) b[0] = static_cast<uint8_t>(m.U(0x18));  // RC opcodes
+    const Bytes buf(b);
+    RocePacket p;
+    if (ParseTransport(buf, &p) == Error::kOk) {
+      ASSERT_TRUE(Within(p.payload, buf) && Within(p.pad, buf));
+      ASSERT_LE(p.payload.size() + p.pad.size() + Bth::kLen + GetOpcodeInfo(p.bth.opcode).ext_len + 4,
+                buf.size());
+    }
+  }
+}
+
+NdpFrame SampleNdp(Mutator& m) {
+  NdpFrame f;
+  f.eth.src = {0x52, 0x54, 0, 0xc6, 0x12, 0x02};
+  f.eth.dst = {0x33, 0x33, 0xff, 0x12, 0, 0x10};
+  f.eth.ethertype = kEtherTypeIpv6;
+  f.eth.has_vlan = m.P(.2);
+  f.ip6.next_header = 58;
+  f.ip6.hop_limit = 255;
+  const uint8_t src[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0xc6, 0x12, 0x02};
+  std::memcpy(f.ip6.src.data(), src, 16);
+  const uint8_t dst[16] = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0x12, 0, 0x10};
+  std::memcpy(f.ip6.dst.data(), dst, 16);
+  const bool ns = m.P(.5);
+  f.nd.type = ns ? kIcmpv6NeighborSolicitation : kIcmpv6NeighborAdvertisement;
+  if (!ns) {
+    f.nd.flags = NdpMessage::kFlagOverride | NdpMessage::kFlagSolicited;
+    std::memcpy(f.ip6.dst.data(), src, 16);
+  }
+  const uint8_t target[16] = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xc6, 0x12};
+  std::memcpy(f.nd.target.data(), target, 16);
+  f.nd.has_lla = m.P(.8);
+  f.nd.lla = f.eth.src;
+  return f;
+}
+
+TEST(WireFuzz, NdpAndArpParsersOnMutatedFrames) {
+  Mutator m(99);
+  uint64_t ndp_ok = 0, arp_ok = 0;
+  for (int i = 0; i < 40000; i++) {
+    const NdpFrame f = SampleNdp(m);
+    Bytes b(f.Len());
+    ASSERT_EQ(BuildNdpFrame(f, b), b.size());
+    if (m.P(.9)) m.Bytewise(b);
+    const Bytes buf(b);
+    NdpFrame out;
+    if (ParseNdpFrame(buf, &out) == Error::kOk) {
+      ndp_ok++;
+      ASSERT_LE(out.Len(), buf.size());
+      Bytes again(out.Len());
+      ASSERT_EQ(BuildNdpFrame(out, again), again.size());
+      ASSERT_TRUE(std::equal(again.begin(), again.end(), buf.begin()))
+          << "an accepted NDP frame's parsed form does not reproduce it";
+    }
+    Bytes a(ArpPacket::kLen);
+    ArpPacket arp;
+    arp.oper = m.P(.5) ? ArpPacket::kRequest : ArpPacket::kReply;
+    arp.spa = static_cast<uint32_t>(m.R());
+    arp.tpa = static_cast<uint32_t>(m.R());
+    arp.Emit(a.data());
+    if (m.P(.9)) m.Bytewise(a);
+    const Bytes abuf(a);
+    ArpPacket parsed;
+    if (parsed.Parse(abuf) == Error::kOk) {
+      arp_ok++;
+      Bytes again(ArpPacket::kLen);
+      parsed.Emit(again.data());
+      ASSERT_TRUE(std::equal(again.begin(), again.end(), abuf.begin()));
+    }
+  }
+  EXPECT_GT(ndp_ok, 1000u);
+  EXPECT_GT(arp_ok, 1000u);
+}
+
+}  // namespace
+}  // namespace roce::wire

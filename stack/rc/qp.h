@@ -207,7 +207,7 @@ class QueuePair {
   bool cnp_owed_ = false;
   bool have_cnp_time_ = false;
   bool error_pending_ = false;     // a fatal NAK is queued; go to Error once it is sent
-  bool recv_with_imm_ = false, recv_with_inv_ = false;
+  bool recv_with_imm_ = false, recv_with_inv_ = false, recv_solicited_ = false;
   uint32_t recv_imm_ = 0, recv_inv_rkey_ = 0;
   uint64_t scheduled_timer_ = 0;   // deadline the device's timer heap holds for us
   friend class RcDevice;

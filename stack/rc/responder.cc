@@ -86,6 +86,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
         break;
       }
       recv_with_imm_ = p.Has(kHdrImmDt);
+      recv_solicited_ = p.bth.se;
       recv_imm_ = p.imm;
       recv_with_inv_ = p.Has(kHdrIeth);
       recv_inv_rkey_ = p.ieth_rkey;
@@ -139,6 +140,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       }
       if (imm) {
         recv_with_imm_ = true;
+        recv_solicited_ = p.bth.se;
         recv_imm_ = p.imm;
         recv_with_inv_ = false;
         recv_off_ = write_total_;  // a Write-with-immediate reports the Write's length
@@ -245,7 +247,7 @@ bool QueuePair::TakeRecv() {
   q->Pop();
   have_recv_ = true;
   recv_off_ = 0;
-  recv_with_imm_ = recv_with_inv_ = false;
+  recv_with_imm_ = recv_with_inv_ = recv_solicited_ = false;
   return true;
 }
 
@@ -288,6 +290,7 @@ void QueuePair::CompleteRecv(Status st, Cause cause) {
     c.imm = recv_imm_;
     c.with_inv = recv_with_inv_;
     c.inv_rkey = recv_inv_rkey_;
+    c.solicited = recv_solicited_;
   }
   recv_cq_->Push(c);
   have_recv_ = false;

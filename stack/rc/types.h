@@ -105,6 +105,7 @@ struct Completion {
   uint32_t qpn = 0;
   bool with_imm = false;
   bool with_inv = false;
+  bool solicited = false;    // receives: the message's last packet had BTH.SE
   uint32_t imm = 0;
   uint32_t inv_rkey = 0;
 };

@@ -3,7 +3,7 @@
 // posting order.
 #include <numeric>
 
-#include "tests/rc/rc_harness.h"
+#include "tests/rc/rc_wire.h"
 
 namespace roce::rc::testing {
 namespace {
@@ -33,6 +33,53 @@ TEST(RcBasic, SendReceiveOnePacket) {
   EXPECT_EQ(rc[0].type, RequestType::kReceive);
   EXPECT_EQ(0, memcmp(src.data(), dst.data(), 40));
   EXPECT_TRUE(dst.GuardsIntact());
+}
+
+// The solicited-event flag: BTH.SE on the last packet of a Send (or of a
+// Write with immediate) only, and the receive completion says so — what a CQ
+// armed for solicited completions waits for.
+TEST(RcBasic, SolicitedEventOnLastPacketAndInReceiveCompletion) {
+  PairOptions o;
+  o.attr.path_mtu = 256;
+  RcPair p(o);
+  WireLog w{p.net()};
+  Buffer src(1000, 1), dst(4 * 1000, 2), target(1000, 3);
+  src.Fill(5);
+  auto sr = p.a.Register(src, 0);
+  auto dr = p.b.Register(dst, mem::kLocalWrite);
+  auto tr = p.b.Register(target, mem::kLocalWrite | mem::kRemoteWrite);
+  for (uint32_t i = 0; i < 4; i++) {
+    Sge rs{dst.addr() + i * 1000, 1000, dr.local_token};
+    ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100 + i, &rs, 1)), PostResult::kOk);
+  }
+  Sge ss{src.addr(), 600, sr.local_token};  // three packets at MTU 256
+  SendWr s1 = MakeSend(1, &ss, 1);
+  s1.flags = kSolicited;
+  SendWr s2 = MakeSend(2, &ss, 1);  // not solicited
+  SendWr s3 = MakeRdma(3, WrOp::kWriteWithImm, &ss, 1, target.addr(), tr.remote_token);
+  s3.flags = kSolicited;
+  s3.imm = 7;
+  SendWr s4 = MakeRdma(4, WrOp::kWrite, &ss, 1, target.addr(), tr.remote_token);
+  s4.flags = kSolicited;  // no receive is consumed: SE means nothing here
+  for (SendWr* wr : {&s1, &s2, &s3, &s4}) ASSERT_EQ(p.a.qp->PostSend(*wr), PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 4));
+  for (const Completion& c : p.a.PollSend()) EXPECT_EQ(c.status, Status::kSuccess);
+  auto rc = p.b.PollRecv();
+  ASSERT_EQ(rc.size(), 3u);
+  EXPECT_TRUE(rc[0].solicited);
+  EXPECT_FALSE(rc[1].solicited);
+  EXPECT_TRUE(rc[2].solicited);
+  EXPECT_TRUE(rc[2].with_imm);
+  // On the wire: SE set on exactly the SEND_LAST of s1 and WRITE_LAST_IMM of s3.
+  std::vector<uint8_t> se_ops;
+  size_t requests = 0;
+  for (const Frame& f : w.From(0)) {
+    if (!f.parsed || !IsRequest(f.opcode)) continue;
+    requests++;
+    if (f.se) se_ops.push_back(f.opcode);
+  }
+  EXPECT_EQ(requests, 12u);
+  EXPECT_EQ(se_ops, (std::vector<uint8_t>{wire::op::kRcSendLast, wire::op::kRcWriteLastImm}));
 }
 
 TEST(RcBasic, MultiPacketSendWriteReadWithSgeLists) {

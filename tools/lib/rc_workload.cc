@@ -830,9 +830,11 @@ void Workload::OnRecvCompletion(Pair& p, const Completion& c, GBuf* buf) {
   op->r_status = c.status;
   if (c.status == Status::kSuccess) {
     const bool inv = op->op == WrOp::kSendWithInvalidate;
-    if (c.bytes != op->len || c.with_inv != inv || (inv && c.inv_rkey != op->inv_token) || c.with_imm)
-      Fail(p, absl::StrFormat("receive for op %d: %d B inv=%d (want %d B inv=%d)", op->id, c.bytes,
-                              c.with_inv, op->len, inv));
+    const bool se = (op->flags & kSolicited) != 0;
+    if (c.bytes != op->len || c.with_inv != inv || (inv && c.inv_rkey != op->inv_token) ||
+        c.with_imm || c.solicited != se)
+      Fail(p, absl::StrFormat("receive for op %d: %d B inv=%d se=%d (want %d B inv=%d se=%d)",
+                              op->id, c.bytes, c.with_inv, c.solicited, op->len, inv, se));
     else if (op->len && std::memcmp(buf->data(), p.src->data() + op->src_off, op->len) != 0)
       Fail(p, absl::StrFormat("receive for op %d: wrong data", op->id));
     else if (!buf->TailUntouched(op->len))

@@ -747,6 +747,11 @@ def run_pingpong(a, peer, vms, env, fmt, iface, base, timeout, report):
         report["commands"][side.role] = r
         log(f"{side.role} ({side.ep}) exited {rc} after {side.elapsed:.1f} s: "
             + " | ".join(side.out.strip().splitlines()[-2:]))
+        # A sanitizer build (build-asan/) reports to stderr; UBSan may go on.
+        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", ": runtime error: "):
+            if marker in side.out:
+                problems.append(f"{side.role} ({side.ep}): sanitizer report '{marker.strip(': ')}' "
+                                f"(see {side.outpath})")
         if rc != 0:
             problems.append(f"{side.role} ({side.ep}) exited {rc}" + (" (timeout)" if rc == 124 else "")
                             + ": " + " | ".join(side.out.strip().splitlines()[-4:]))

@@ -12,11 +12,6 @@
 namespace roce::rc::testing {
 namespace {
 
-using wire::PsnAdd;
-namespace op = wire::op;
-namespace syn = wire::syndrome;
-
-constexpr int kA = 0, kB = 1;
 constexpr size_t kTarget = 4096;
 
 struct AccessRig {

@@ -73,7 +73,7 @@ TEST(RcBasic, SolicitedEventOnLastPacketAndInReceiveCompletion) {
   // On the wire: SE set on exactly the SEND_LAST of s1 and WRITE_LAST_IMM of s3.
   std::vector<uint8_t> se_ops;
   size_t requests = 0;
-  for (const Frame& f : w.From(0)) {
+  for (const Frame& f : w.From(kA)) {
     if (!f.parsed || !IsRequest(f.opcode)) continue;
     requests++;
     if (f.se) se_ops.push_back(f.opcode);

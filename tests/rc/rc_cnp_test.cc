@@ -7,10 +7,6 @@
 namespace roce::rc::testing {
 namespace {
 
-namespace op = wire::op;
-
-constexpr int kA = 0, kB = 1;
-
 struct CnpRun {
   std::vector<Frame> cnps;
   uint64_t first_arrival = 0, last_arrival = 0;  // of a's requests at b

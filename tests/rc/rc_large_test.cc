@@ -24,10 +24,6 @@
 namespace roce::rc::testing {
 namespace {
 
-using wire::PsnAdd;
-namespace op = wire::op;
-namespace syn = wire::syndrome;
-
 constexpr uint64_t kMax = kMaxMessage;  // 2^31 - 1
 constexpr size_t kPeriod = 64ull << 20;
 

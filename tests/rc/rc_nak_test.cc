@@ -9,19 +9,6 @@
 namespace roce::rc::testing {
 namespace {
 
-using wire::PsnAdd;
-namespace op = wire::op;
-namespace syn = wire::syndrome;
-
-constexpr int kA = 0, kB = 1;
-
-bool IsNak(const Frame& f, uint8_t code) {
-  return f.opcode == op::kRcAck && f.has_aeth && f.syndrome == syn::Nak(code);
-}
-bool IsRnrNak(const Frame& f) {
-  return f.opcode == op::kRcAck && f.has_aeth && syn::Type(f.syndrome) == syn::kTypeRnr;
-}
-
 // ---- PSN sequence error -------------------------------------------------------
 
 TEST(RcNak, SequenceErrorOneNakThenSilentDropThenGoBackN) {

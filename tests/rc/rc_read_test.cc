@@ -9,11 +9,6 @@
 namespace roce::rc::testing {
 namespace {
 
-using wire::PsnAdd;
-namespace op = wire::op;
-namespace syn = wire::syndrome;
-
-constexpr int kA = 0, kB = 1;
 constexpr uint64_t kDelay = 1000;
 
 // With gbps = 0 a frame sent at t arrives at exactly t + delay, so the wire

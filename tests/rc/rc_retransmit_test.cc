@@ -8,17 +8,6 @@
 namespace roce::rc::testing {
 namespace {
 
-using wire::PsnAdd;
-namespace op = wire::op;
-namespace syn = wire::syndrome;
-
-constexpr int kA = 0, kB = 1;
-
-bool IsAck(const Frame& f) { return f.opcode == op::kRcAck && f.syndrome == syn::Ack(); }
-bool IsSeqNak(const Frame& f) {
-  return f.opcode == op::kRcAck && f.syndrome == syn::Nak(syn::kNakPsnSeqError);
-}
-
 // ---- PSN wrap -----------------------------------------------------------------
 
 // A 10-packet Send, Write or Read starting at PSN 0xFFFFFB (so it spans

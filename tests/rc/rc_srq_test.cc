@@ -9,10 +9,6 @@
 namespace roce::rc::testing {
 namespace {
 
-namespace op = wire::op;
-namespace syn = wire::syndrome;
-
-constexpr int kA = 0, kB = 1;
 constexpr int kN = 3;
 
 class SrqRig {

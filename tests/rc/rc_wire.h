@@ -58,6 +58,21 @@ inline bool EndsReadResponse(uint8_t op) {
 }
 inline bool IsRequest(uint8_t op) { return wire::GetOpcodeInfo(op).request; }
 
+// Shorthands every RC wire test uses: node ids of RcPair, and ACK/NAK tests.
+using wire::PsnAdd;
+namespace op = wire::op;
+namespace syn = wire::syndrome;
+constexpr int kA = 0, kB = 1;
+
+inline bool IsAck(const Frame& f) { return f.opcode == op::kRcAck && f.syndrome == syn::Ack(); }
+inline bool IsNak(const Frame& f, uint8_t code) {
+  return f.opcode == op::kRcAck && f.has_aeth && f.syndrome == syn::Nak(code);
+}
+inline bool IsSeqNak(const Frame& f) { return IsNak(f, syn::kNakPsnSeqError); }
+inline bool IsRnrNak(const Frame& f) {
+  return f.opcode == op::kRcAck && f.has_aeth && syn::Type(f.syndrome) == syn::kTypeRnr;
+}
+
 class WireLog {
  public:
   explicit WireLog(sim::SimNetwork& net) : net_(net) {

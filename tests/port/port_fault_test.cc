@@ -19,17 +19,6 @@ namespace {
 
 using namespace roce::port::testing;
 
-struct Pair {
-  std::unique_ptr<Port> a, b;
-};
-
-Pair OpenPair(PortProfile p) {
-  auto r = OpenRingPair(std::move(p));
-  EXPECT_TRUE(r.ok()) << r.status();
-  if (!r.ok()) return {};
-  return {std::move(r->first), std::move(r->second)};
-}
-
 constexpr uint32_t kLen = 96;
 
 std::vector<rte_mbuf*> Frames(Port& from, const Port& to, uint32_t count, uint32_t seq0 = 0) {

@@ -8,24 +8,55 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <utility>
 
+#include <absl/strings/match.h>
 #include <absl/strings/str_cat.h>
 
+#include "stack/port/dpdk.h"
+#include "stack/port/eal.h"
 #include "stack/wire/bytes.h"
 
 namespace roce::port::testing {
 
+namespace {
+std::string g_runtime_dir;
+}  // namespace
+
+// Each test process gets its own runtime directory (--file-prefix): meson
+// starts test binaries together, and two EALs starting at the same moment can
+// take each other's telemetry socket (DPDK 22.11 tests "in use" by connecting,
+// which fails while the owner has bound but not yet listened, then unlinks
+// it), leaving a process whose telemetry nobody can reach.
 void EalEnvironment::SetUp() {
-  absl::Status s = InitEal();
+  EalOptions o;
+  o.extra.push_back(absl::StrCat("--file-prefix=rnic-test-", getpid()));
+  absl::Status s = InitEal(o);
   ASSERT_TRUE(s.ok()) << s;
+  g_runtime_dir = rte_eal_get_runtime_dir();
 }
 
-void EalEnvironment::TearDown() { CleanupEal(); }
+void EalEnvironment::TearDown() {
+  CleanupEal();
+  // Only the directory this process's EAL made for itself.
+  if (absl::StrContains(g_runtime_dir, absl::StrCat("rnic-test-", getpid()))) {
+    std::error_code ec;
+    std::filesystem::remove_all(g_runtime_dir, ec);
+  }
+}
 
 namespace {
 [[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
 std::atomic<int> g_ring{0};
 }  // namespace
+
+Pair OpenPair(PortProfile p) {
+  auto r = OpenRingPair(std::move(p));
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  return {std::move(r->first), std::move(r->second)};
+}
 
 PortProfile RingProfile(uint16_t queues) {
   PortProfile p;

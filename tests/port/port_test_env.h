@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ class EalEnvironment : public ::testing::Environment {
 
 // A profile for an in-process ring pair with a unique ring name per call.
 PortProfile RingProfile(uint16_t queues = 1);
+
+// Both ends of an in-process ring pair opened from `p` (both null, with a
+// test failure recorded, if that fails).
+struct Pair {
+  std::unique_ptr<Port> a, b;
+};
+Pair OpenPair(PortProfile p);
 
 // A UDP/IPv4 frame of exactly `len` bytes (>= 42) whose payload carries `seq`
 // then a pattern derived from it; dst port 4791.

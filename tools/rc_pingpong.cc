@@ -47,6 +47,7 @@ struct Options {
   std::string iface, ip, capture;
   std::vector<std::string> overrides;
   int timeout_s = 60;  // give up on the exchange / a stalled run
+  uint32_t quiet_tail = 2;  // iterations at the end run without injected faults
 };
 
 void Usage(const char* argv0) {
@@ -72,7 +73,10 @@ void Usage(const char* argv0) {
       "  --ip=<addr/len>        the stack's own address (port.ipv4 / port.ipv6); its family picks our GID\n"
       "  --set=<section.key=v>  any profile key (repeatable), e.g. --set fault.rx_drop=0.02\n"
       "  --capture=<file.pcap>  write every frame sent and received\n"
-      "  --timeout=<seconds>    give up after this long without progress (default 60)\n",
+      "  --timeout=<seconds>    give up after this long without progress (default 60)\n"
+      "  --quiet-tail=<n>       turn injected faults off for the last n iterations (default 2):\n"
+      "                         the loop has no closing handshake, so a final ACK lost after\n"
+      "                         the peer has destroyed its QP can never be recovered\n",
       argv0, argv0);
 }
 
@@ -86,7 +90,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       {"chk", no_argument, nullptr, 'c'},           {"profile", required_argument, nullptr, 1},
       {"iface", required_argument, nullptr, 2},     {"ip", required_argument, nullptr, 3},
       {"set", required_argument, nullptr, 4},       {"capture", required_argument, nullptr, 5},
-      {"timeout", required_argument, nullptr, 6},   {"help", no_argument, nullptr, 'h'},
+      {"timeout", required_argument, nullptr, 6},   {"quiet-tail", required_argument, nullptr, 7},
+      {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
   for (;;) {
     const int c = getopt_long(argc, argv, "p:d:i:s:m:r:n:l:eg:cohP", kLong, nullptr);
@@ -106,6 +111,7 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       case 4: o->overrides.push_back(optarg); break;
       case 5: o->capture = optarg; break;
       case 6: o->timeout_s = std::atoi(optarg); break;
+      case 7: o->quiet_tail = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       default: return false;
     }
   }
@@ -377,6 +383,20 @@ int PingPong::Run() {
   }
   int rc_exit = 0;
   while (rcnt < o_.iters || scnt < o_.iters) {
+    // ibv_rc_pingpong ends without a handshake: once the peer has its last
+    // completions it destroys its QP, and if our last ACK or its last ACK was
+    // lost, the retransmission meets no QP (hardware and rxe alike) and our
+    // final send fails with retry-exceeded. The last iterations therefore run
+    // without injected faults; every earlier one sees them.
+    if (port_->faults().Any() &&
+        (uint64_t{rcnt} + o_.quiet_tail >= o_.iters || uint64_t{scnt} + o_.quiet_tail >= o_.iters)) {
+      port::FaultConfig quiet = port_->faults();
+      quiet.rx = {};
+      quiet.tx = {};
+      port_->SetFaults(quiet);
+      std::fprintf(stderr, "rc-pingpong: injected faults off for the last %u iterations (scnt=%u rcnt=%u)\n",
+                   o_.quiet_tail, scnt, rcnt);
+    }
     const size_t moved = eng_->Poll();
     rc::Completion wc[2];
     const uint32_t ne = cq_->Poll(wc, 2);

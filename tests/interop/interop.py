@@ -511,7 +511,11 @@ def default_timeout(a):
 
 def run_case(a, report):
     build = os.path.abspath(a.build_dir)
-    fmt = {"build": build, "source": SOURCE_DIR}
+    fmt = {"build": build, "source": SOURCE_DIR,
+           # the guest does not see every host path (its /tmp is its own): free
+           # guest commands get our pyverbs peer inline, `{rdma_peer} ARGS`
+           "rdma_peer": "/usr/bin/python3 -c " + shlex.quote(
+               open(os.path.join(SOURCE_DIR, "tests", "interop", "rdma_peer.py")).read())}
     name = a.name or "adhoc"
     capdir = os.path.abspath(a.captures or os.path.join(build, "interop-captures"))
     os.makedirs(capdir, exist_ok=True)
@@ -747,11 +751,7 @@ def run_pingpong(a, peer, vms, env, fmt, iface, base, timeout, report):
         report["commands"][side.role] = r
         log(f"{side.role} ({side.ep}) exited {rc} after {side.elapsed:.1f} s: "
             + " | ".join(side.out.strip().splitlines()[-2:]))
-        # A sanitizer build (build-asan/) reports to stderr; UBSan may go on.
-        for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", ": runtime error: "):
-            if marker in side.out:
-                problems.append(f"{side.role} ({side.ep}): sanitizer report '{marker.strip(': ')}' "
-                                f"(see {side.outpath})")
+        problems += sanitizer_reports(f"{side.role} ({side.ep})", side.out, side.outpath)
         if rc != 0:
             problems.append(f"{side.role} ({side.ep}) exited {rc}" + (" (timeout)" if rc == 124 else "")
                             + ": " + " | ".join(side.out.strip().splitlines()[-4:]))
@@ -780,6 +780,15 @@ def run_pingpong(a, peer, vms, env, fmt, iface, base, timeout, report):
     return problems
 
 
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", ": runtime error: ")
+
+
+def sanitizer_reports(who, out, path):
+    """A sanitizer build (build-asan/) reports to stderr; UBSan may go on, so
+    the exit status alone does not show it."""
+    return [f"{who}: sanitizer report '{m.strip(': ')}' (see {path})" for m in SANITIZER_MARKERS if m in out]
+
+
 def run_free(a, peer, env, fmt, iface, base, timeout, report):
     problems = []
     deadline = time.time() + timeout
@@ -802,6 +811,7 @@ def run_free(a, peer, env, fmt, iface, base, timeout, report):
         report["commands"]["host"] = {"cmd": cmd, "rc": rc, "seconds": round(host.elapsed, 1),
                                       "output_tail": out.strip().splitlines()[-15:]}
         log(f"host command exited {rc} after {host.elapsed:.1f} s")
+        problems += sanitizer_reports("host command", out, base + ".host.txt")
         if rc != 0:
             problems.append(f"host command exited {rc}" + (" (timeout)" if rc == 124 else "") + ":\n"
                             + "\n".join(out.strip().splitlines()[-40:]))

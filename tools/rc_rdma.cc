@@ -113,6 +113,7 @@ class Control {
       if (n == 0) return "";
       if (n > 0) buf_.append(tmp, static_cast<size_t>(n));
       else if (errno != EAGAIN && errno != EWOULDBLOCK) return "";
+      else std::this_thread::yield();  // share the CPU with the peer (a qemu guest)
     }
   }
 
@@ -279,7 +280,8 @@ int Rdma::Run() {
   for (int i = 0; i < 16; i++) std::snprintf(gid + 2 * i, 3, "%02x", local_ip_.b[i]);
   ctl_.Send(absl::StrFormat("QP %06x %06x %s %016x %08x %u", qp_->qpn(), my_psn, gid,
                             reinterpret_cast<uint64_t>(target_.data()), target_mr_.remote_token, o_.size));
-  std::string line = ctl_.Recv([] {}, o_.timeout_s);
+  // The engine's own thread polls meanwhile; this one only waits for TCP.
+  std::string line = ctl_.Recv([] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }, o_.timeout_s);
   eng_->Stop();  // from here this thread polls (inline mode)
   std::vector<std::string> f = absl::StrSplit(line, ' ');
   if (f.size() != 7 || f[0] != "QP") return std::fprintf(stderr, "peer: %s\n", line.c_str()), 1;

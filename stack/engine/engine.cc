@@ -329,32 +329,8 @@ rc::QueuePair* Engine::CreateQp(const rc::QpCaps& caps, rc::CompletionQueue* scq
   // The registration is removed (under the registry lock) before the QP is
   // destroyed, so the callback never sees a dead QP.
   auto reg = port::RegisterTelemetry("qp", qpn, [q = qp](port::TelemetryDict& d) {
-    const rc::QpCounters& c = q->counters;
     d.AddString("state", rc::QpStateName(q->state()));
-    d.Add("tx_packets", c.tx_packets);
-    d.Add("tx_bytes", c.tx_bytes);
-    d.Add("rx_packets", c.rx_packets);
-    d.Add("rx_bytes", c.rx_bytes);
-    d.Add("retransmits", c.retransmits);
-    d.Add("timeouts", c.timeouts);
-    d.Add("seq_naks_sent", c.seq_naks_sent);
-    d.Add("seq_naks_received", c.seq_naks_received);
-    d.Add("rnr_naks_sent", c.rnr_naks_sent);
-    d.Add("rnr_naks_received", c.rnr_naks_received);
-    d.Add("access_naks_sent", c.access_naks_sent);
-    d.Add("access_naks_received", c.access_naks_received);
-    d.Add("invalid_naks_sent", c.invalid_naks_sent);
-    d.Add("invalid_naks_received", c.invalid_naks_received);
-    d.Add("op_naks_sent", c.op_naks_sent);
-    d.Add("op_naks_received", c.op_naks_received);
-    d.Add("implied_naks", c.implied_naks);
-    d.Add("duplicates", c.duplicates);
-    d.Add("read_replays", c.read_replays);
-    d.Add("out_of_sequence", c.out_of_sequence);
-    d.Add("acks_sent", c.acks_sent);
-    d.Add("acks_received", c.acks_received);
-    d.Add("cnps_sent", c.cnps_sent);
-    d.Add("cnps_received", c.cnps_received);
+    q->counters.ForEach([&d](const char* name, uint64_t v) { d.Add(name, v); });
   });
   if (reg.ok()) qp_telemetry_.emplace_back(qpn, std::move(*reg));
   return qp;

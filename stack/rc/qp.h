@@ -30,26 +30,69 @@ class RcDevice;
 // SGEs must have been validated).
 void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan data);
 
+// Per-QP counters, declared once: this list makes the struct's fields, the
+// telemetry export (/roce/qp/stats,<qpn>), the sums tools and tests take
+// (QpCounters::Add) and any listing (QpCounters::ForEach).
+#define ROCE_QP_COUNTERS(X)                                                                 \
+  X(tx_packets, "packets sent (first transmissions and retransmissions)")                  \
+  X(tx_bytes, "payload bytes sent")                                                         \
+  X(rx_packets, "packets accepted for this QP")                                             \
+  X(rx_bytes, "payload bytes accepted")                                                     \
+  X(retransmits, "request packets sent again")                                              \
+  X(timeouts, "retransmit timer expiries with data outstanding")                            \
+  X(silent_timeouts, "timeouts with nothing heard from the peer since the previous retry")  \
+  X(seq_naks_sent, "PSN sequence error NAKs sent")                                          \
+  X(seq_naks_received, "PSN sequence error NAKs received")                                  \
+  X(rnr_naks_sent, "RNR NAKs sent")                                                         \
+  X(rnr_naks_received, "RNR NAKs received")                                                 \
+  X(access_naks_sent, "remote access error NAKs sent")                                      \
+  X(access_naks_received, "remote access error NAKs received")                              \
+  X(invalid_naks_sent, "invalid request NAKs sent")                                         \
+  X(invalid_naks_received, "invalid request NAKs received")                                 \
+  X(op_naks_sent, "remote operational error NAKs sent")                                     \
+  X(op_naks_received, "remote operational error NAKs received")                             \
+  X(implied_naks, "Read re-requests after an ACK past its missing responses")               \
+  X(read_rerequests, "Read re-requests after missing responses")                           \
+  X(read_ooo_placed, "Read responses placed ahead of a missing one")                        \
+  X(dup_naks, "NAKs for a restart already under way (ignored)")                             \
+  X(duplicates, "duplicate requests received")                                              \
+  X(read_replays, "duplicate Read requests answered again")                                 \
+  X(stale_replays, "duplicate Reads whose memory no longer validates (dropped)")            \
+  X(out_of_sequence, "requests dropped as out of sequence")                                 \
+  X(dup_responses, "stale ACKs / read responses ignored")                                   \
+  X(acks_sent, "ACKs sent")                                                                 \
+  X(acks_received, "ACK/NAK packets received")                                              \
+  X(cnps_sent, "CNPs sent")                                                                 \
+  X(cnps_received, "CNPs received")                                                         \
+  X(ce_received, "CE-marked requests received")                                             \
+  X(dropped_state, "packets for a QP not in a receiving state")                             \
+  X(dropped_bad, "packets malformed for this QP (wrong peer, P_Key, transport, length)")
+
 struct QpCounters {
-  uint64_t tx_packets = 0, tx_bytes = 0, rx_packets = 0, rx_bytes = 0;
-  uint64_t retransmits = 0;           // packets sent again
-  uint64_t timeouts = 0;              // retransmit timer expiries with data outstanding
-  uint64_t seq_naks_sent = 0, seq_naks_received = 0;
-  uint64_t rnr_naks_sent = 0, rnr_naks_received = 0;
-  uint64_t access_naks_sent = 0, access_naks_received = 0;
-  uint64_t invalid_naks_sent = 0, invalid_naks_received = 0;
-  uint64_t op_naks_sent = 0, op_naks_received = 0;
-  uint64_t implied_naks = 0;          // ACK past an unanswered Read
-  uint64_t dup_naks = 0;              // NAKs for a restart already under way (ignored)
-  uint64_t duplicates = 0;            // duplicate requests received
-  uint64_t read_replays = 0;
-  uint64_t stale_replays = 0;         // duplicate Reads whose memory no longer validates (dropped)
-  uint64_t out_of_sequence = 0;       // requests dropped after a sequence NAK
-  uint64_t dup_responses = 0;         // stale ACKs / read responses ignored
-  uint64_t acks_sent = 0, acks_received = 0;
-  uint64_t cnps_sent = 0, cnps_received = 0, ce_received = 0;
-  uint64_t dropped_state = 0;         // packets for a QP not in a receiving state
-  uint64_t dropped_bad = 0;           // malformed for this QP (wrong peer, P_Key, transport)
+#define ROCE_QP_COUNTER_FIELD(name, doc) uint64_t name = 0;
+  ROCE_QP_COUNTERS(ROCE_QP_COUNTER_FIELD)
+#undef ROCE_QP_COUNTER_FIELD
+
+  // Calls fn(name, value) for every counter, in declaration order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+#define ROCE_QP_COUNTER_VISIT(name, doc) fn(#name, name);
+    ROCE_QP_COUNTERS(ROCE_QP_COUNTER_VISIT)
+#undef ROCE_QP_COUNTER_VISIT
+  }
+  QpCounters& Add(const QpCounters& o) {
+#define ROCE_QP_COUNTER_ADD(name, doc) name += o.name;
+    ROCE_QP_COUNTERS(ROCE_QP_COUNTER_ADD)
+#undef ROCE_QP_COUNTER_ADD
+    return *this;
+  }
+  QpCounters Minus(const QpCounters& o) const {
+    QpCounters d = *this;
+#define ROCE_QP_COUNTER_SUB(name, doc) d.name -= o.name;
+    ROCE_QP_COUNTERS(ROCE_QP_COUNTER_SUB)
+#undef ROCE_QP_COUNTER_SUB
+    return d;
+  }
 };
 
 class QueuePair {

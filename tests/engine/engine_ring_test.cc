@@ -265,6 +265,26 @@ TEST_F(EngineRing, AllOperationsUpTo1MBInChainedMbufs) {
   EXPECT_EQ(h[0].qp->counters.retransmits, 0u);
 }
 
+// Telemetry exports every per-QP counter (the list in rc/qp.h), with its value.
+TEST_F(EngineRing, TelemetryExportsEveryQpCounter) {
+  Open("eng_tel");
+  Connect(false);
+  RunAllOps(4096);
+  absl::MutexLock l(&h[0].eng->mu());
+  auto v = port::QueryTelemetry("qp", h[0].qp->qpn());
+  ASSERT_TRUE(v.ok()) << v.status();
+  size_t n = 0;
+  h[0].qp->counters.ForEach([&](const char* name, uint64_t value) {
+    n++;
+    auto it = v->u64.find(name);
+    ASSERT_NE(it, v->u64.end()) << name << " is not exported";
+    EXPECT_EQ(it->second, value) << name;
+  });
+  EXPECT_EQ(v->u64.size(), n);  // and nothing else
+  EXPECT_GT(v->u64.at("tx_packets"), 0u);
+  EXPECT_EQ(v->str.at("state"), "rts");
+}
+
 TEST_F(EngineRing, Ipv6) {
   Open("eng_v6");
   Connect(true, 1024);

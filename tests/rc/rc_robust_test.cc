@@ -38,16 +38,7 @@ TEST(RcRobust, RandomValidFramesFromThePeerNeverCorruptMemory) {
   std::vector<uint8_t> frame(8192);
   uint64_t injected = 0;
   QpCounters seen;  // summed over every connection of the run
-  auto add = [&](const QpCounters& c) {
-    seen.access_naks_sent += c.access_naks_sent;
-    seen.invalid_naks_sent += c.invalid_naks_sent;
-    seen.seq_naks_sent += c.seq_naks_sent;
-    seen.rnr_naks_sent += c.rnr_naks_sent;
-    seen.duplicates += c.duplicates;
-    seen.dropped_bad += c.dropped_bad;
-    seen.rx_packets += c.rx_packets;
-    seen.dup_responses += c.dup_responses;
-  };
+  auto add = [&](const QpCounters& c) { seen.Add(c); };
   for (int round = 0; round < 20000; round++) {
     // Alternate: requests into b's responder, responses into a's completer.
     const bool to_b = round % 2 == 0;

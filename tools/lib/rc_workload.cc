@@ -13,12 +13,7 @@
 
 namespace roce::sim {
 
-void Accumulate(rc::QpCounters& a, const rc::QpCounters& b) {
-  static_assert(sizeof(rc::QpCounters) % sizeof(uint64_t) == 0);
-  auto* pa = reinterpret_cast<uint64_t*>(&a);
-  auto* pb = reinterpret_cast<const uint64_t*>(&b);
-  for (size_t i = 0; i < sizeof(rc::QpCounters) / sizeof(uint64_t); i++) pa[i] += pb[i];
-}
+void Accumulate(rc::QpCounters& a, const rc::QpCounters& b) { a.Add(b); }
 
 namespace {
 

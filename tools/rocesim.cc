@@ -1,7 +1,7 @@
 // rocesim: the RC protocol core over a simulated lossy link, checked by a
 // reference model (tools/lib/rc_workload.h).
 //
-//   rocesim --seed S --messages N --loss P --reorder P --dup P --corrupt P [--qps K]
+//   rocesim --seed S --messages N --loss P --reorder P [--reorder_depth D] --dup P --corrupt P [--qps K]
 //           [--max-size B] [--errors P] [--mtu M] [--window N] [--ipv6] [--ce P]
 //
 // Prints the configuration, the counters, and last a line
@@ -21,6 +21,9 @@ ABSL_FLAG(uint64_t, seed, 1, "random seed (workload and link)");
 ABSL_FLAG(uint64_t, messages, 100000, "data operations to run and check");
 ABSL_FLAG(double, loss, 0.0, "frame loss probability");
 ABSL_FLAG(double, reorder, 0.0, "frame reorder probability");
+ABSL_FLAG(uint32_t, reorder_depth, 8,
+          "how late a held-back frame may arrive, in frame times (1..N, uniform): 8 models a "
+          "little jitter, 64 an ECMP fabric with unequal paths");
 ABSL_FLAG(double, dup, 0.0, "frame duplication probability");
 ABSL_FLAG(double, corrupt, 0.0, "single-bit corruption probability");
 ABSL_FLAG(double, ce, 0.0, "probability an ECN-capable frame is marked CE");
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
   c.qps = std::max<uint32_t>(1, absl::GetFlag(FLAGS_qps));
   c.imp.loss = absl::GetFlag(FLAGS_loss);
   c.imp.reorder = absl::GetFlag(FLAGS_reorder);
+  c.imp.reorder_depth = std::max<uint32_t>(1, absl::GetFlag(FLAGS_reorder_depth));
   c.imp.dup = absl::GetFlag(FLAGS_dup);
   c.imp.corrupt = absl::GetFlag(FLAGS_corrupt);
   c.imp.ce_mark = absl::GetFlag(FLAGS_ce);
@@ -57,10 +61,10 @@ int main(int argc, char** argv) {
   c.window_psns = absl::GetFlag(FLAGS_window);
   c.max_outstanding = absl::GetFlag(FLAGS_outstanding);
   c.ipv6 = absl::GetFlag(FLAGS_ipv6);
-  absl::PrintF("rocesim: seed=%d messages=%d qps=%u loss=%g reorder=%g dup=%g corrupt=%g ce=%g "
+  absl::PrintF("rocesim: seed=%d messages=%d qps=%u loss=%g reorder=%g depth=%u dup=%g corrupt=%g ce=%g "
               "max-size=%u errors=%g mtu=%s window=%u outstanding=%u %s delay=%gus rate=%gGb/s\n",
               c.seed, c.messages, c.qps, c.imp.loss,
-              c.imp.reorder, c.imp.dup, c.imp.corrupt, c.imp.ce_mark, c.max_size, c.error_rate,
+              c.imp.reorder, c.imp.reorder_depth, c.imp.dup, c.imp.corrupt, c.imp.ce_mark, c.max_size, c.error_rate,
               c.path_mtu ? std::to_string(c.path_mtu) : std::string("random"), c.window_psns,
               c.max_outstanding, c.ipv6 ? "ipv6" : "ipv4", absl::GetFlag(FLAGS_delay_us), c.imp.gbps);
   FILE* trace = nullptr;

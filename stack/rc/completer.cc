@@ -96,81 +96,123 @@ void QueuePair::OnResponse(const RocePacket& p, uint64_t now) {
 }
 
 void QueuePair::OnAck(uint32_t psn, uint64_t now) {
-  if (PsnDiff(psn, una_) < 0) {  // acknowledges nothing new
-    counters.dup_responses++;
-    return;
-  }
   if (PsnDiff(psn, max_sent_) >= 0) {  // acknowledges a PSN never sent
     counters.dropped_bad++;
     return;
   }
-  AdvanceUna(PsnAdd(psn, 1), now);
+  if (PsnDiff(PsnAdd(psn, 1), acked_) <= 0) {  // says nothing new
+    counters.dup_responses++;
+    return;
+  }
+  AdvanceUna(PsnAdd(psn, 1), now, /*evidence=*/true);
 }
 
-bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now) {
-  if (PsnDiff(new_una, una_) <= 0) return true;
-  uint32_t target = new_una;
-  bool implied = false;
-  for (; ack_scan_ != sq_tail_; ack_scan_++) {
-    SendWqe& w = Slot(ack_scan_);
-    if (!w.started) break;
-    if (w.IsLocal() || w.done) continue;
-    if (PsnDiff(target, w.first_psn) <= 0) break;  // does not reach this WQE
-    if (w.IsRead()) {
-      // Later PSNs are acknowledged but this Read is not fully answered: its
-      // remaining responses were lost. Acknowledge up to them and ask again —
-      // once per gap (every later ACK says the same; the timer covers a lost
-      // re-request).
-      target = w.resp_psn;
-      if (!w.gap_retry || w.gap_psn != w.resp_psn) {
-        w.gap_retry = true;
-        w.gap_psn = w.resp_psn;
-        implied = true;
+void QueuePair::OnProgress(uint64_t now) {
+  retry_left_ = attr_.retry_cnt;
+  rnr_left_ = attr_.rnr_retry;
+  stall_left_ = static_cast<int>(dev_->tuning().max_stalled_retries);
+  ArmRetransmitTimer(now);
+}
+
+bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now, bool evidence) {
+  bool progress = false;
+  if (evidence && PsnDiff(new_una, acked_) > 0) {
+    acked_ = new_una;  // the responder has everything before new_una
+    progress = true;
+  }
+  SendWqe* blocking = nullptr;
+  if (PsnDiff(new_una, una_) > 0) {
+    uint32_t target = new_una;
+    for (; ack_scan_ != sq_tail_; ack_scan_++) {
+      SendWqe& w = Slot(ack_scan_);
+      if (!w.started) break;
+      if (w.IsLocal() || w.done) continue;
+      if (PsnDiff(target, w.first_psn) <= 0) break;  // does not reach this WQE
+      if (w.IsRead()) {
+        // Later PSNs are acknowledged but this Read is not fully answered:
+        // acknowledge up to its next expected response. The rest were sent
+        // before this ACK, so they are lost or late (NoteBeyondHole decides).
+        target = w.resp_psn;
+        blocking = &w;
+        break;
       }
-      break;
+      if (PsnDiff(target, w.LastPsn()) <= 0) break;  // partly acknowledged
+      w.done = true;
     }
-    if (PsnDiff(target, w.LastPsn()) <= 0) break;  // partly acknowledged
-    w.done = true;
+    if (PsnDiff(target, una_) > 0) {
+      dev_->Event(qpn_, "una", una_, target);
+      una_ = target;
+      seq_nak_active_ = false;
+      progress = true;
+    }
   }
-  const bool progress = PsnDiff(target, una_) > 0;
+  if (PsnDiff(una_, acked_) > 0) acked_ = una_;
   if (progress) {
-    dev_->Event(qpn_, "una", una_, target);
-    una_ = target;
-    retry_left_ = attr_.retry_cnt;
-    rnr_left_ = attr_.rnr_retry;
-    seq_nak_active_ = false;
-    ArmRetransmitTimer(now);
-  }
-  if (implied) {
-    counters.implied_naks++;
-    RetryFrom(target);
-    dev_->MarkActive(this);
-  } else if (progress) {
+    OnProgress(now);
     SyncCursor();
   }
-  return PsnDiff(new_una, target) <= 0;
+  if (blocking && evidence) NoteBeyondHole(*blocking, now, /*implied=*/true);
+  return blocking == nullptr;
 }
 
-bool QueuePair::ConsumeRetry(uint64_t now) {
+QueuePair::SendWqe* QueuePair::OldestOpenRead() {
+  for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
+    SendWqe& w = Slot(i);
+    if (!w.started) break;
+    if (w.IsRead() && !w.done) return &w;
+  }
+  return nullptr;
+}
+
+void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied) {
   (void)now;
-  if (retry_left_ <= 0) {
+  if (!hole_active_ || hole_psn_ != rd.resp_psn) {
+    hole_active_ = true;
+    hole_psn_ = rd.resp_psn;
+    hole_at_ = resp_rx_ - 1;  // this response is the first past the hole
+  }
+  if (rd.gap_retry && rd.gap_psn == rd.resp_psn) return;  // asked already; the timer covers a lost re-request
+  if (resp_rx_ - hole_at_ < reorder_thresh_) return;    // may still be on its way
+  rd.gap_retry = true;
+  rd.gap_psn = rd.resp_psn;
+  if (implied)
+    counters.implied_naks++;
+  else
+    counters.read_rerequests++;
+  if (!ConsumeRetry(/*silent=*/false)) return;
+  ReRequestRead(rd);
+}
+
+bool QueuePair::ConsumeRetry(bool silent) {
+  heard_ = false;
+  if (--stall_left_ < 0 || (silent && retry_left_ <= 0)) {
+    dev_->Event(qpn_, stall_left_ < 0 ? "retries-exhausted-stalled" : "retries-exhausted-silent", una_,
+                static_cast<uint64_t>(retry_left_));
     FailAt(una_, Status::kIoTimeout, Cause::kRetryExceeded);
     return false;
   }
-  retry_left_--;
+  if (silent) retry_left_--;
   return true;
 }
 
 void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
   dev_->Event(qpn_, "nak", psn, s);
-  if (PsnDiff(psn, una_) < 0 || PsnDiff(psn, max_sent_) >= 0) {
+  if (PsnDiff(psn, max_sent_) >= 0) {
+    counters.dropped_bad++;
+    return;
+  }
+  if (PsnDiff(psn, acked_) < 0) {  // older than what we know the responder has
     counters.dup_responses++;
     return;
   }
+  // Everything before the NAKed PSN was received. An unanswered Read before
+  // it does not stop us from acting on the NAK: its responses are a separate
+  // matter (NoteBeyondHole), the requests from `psn` on are not.
+  AdvanceUna(psn, now, /*evidence=*/true);
+  if (state_ != QpState::kRts) return;
   if (syndrome::Type(s) == syndrome::kTypeRnr) {
     counters.rnr_naks_received++;
-    if (!AdvanceUna(psn, now)) return;
-    if (rnr_deadline_ && psn == una_) {  // a copy of the NAK we are already waiting out
+    if (rnr_deadline_ && rnr_psn_ == psn) {  // a copy of the NAK we are already waiting out
       counters.dup_naks++;
       return;
     }
@@ -179,6 +221,7 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
       return;
     }
     RetryFrom(psn);
+    rnr_psn_ = psn;
     retrans_deadline_ = 0;
     rnr_deadline_ = now + RnrTimerNs(syndrome::Value(s));
     dev_->TimerChanged(this);
@@ -191,12 +234,11 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
   switch (syndrome::Value(s)) {
     case syndrome::kNakPsnSeqError:
       counters.seq_naks_received++;
-      if (!AdvanceUna(psn, now)) return;
       if (seq_nak_active_ && seq_nak_psn_ == psn) {  // duplicate of the NAK being handled
         counters.dup_naks++;
         return;
       }
-      if (!ConsumeRetry(now)) return;
+      if (!ConsumeRetry(/*silent=*/false)) return;
       seq_nak_active_ = true;
       seq_nak_psn_ = psn;
       RetryFrom(psn);
@@ -218,46 +260,38 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
 }
 
 void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
-  // The oldest Read not yet fully answered.
-  SendWqe* rd = nullptr;
-  for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
-    SendWqe& w = Slot(i);
-    if (!w.started) break;
-    if (w.IsRead() && !w.done) {
-      rd = &w;
-      break;
-    }
-  }
+  SendWqe* rd = OldestOpenRead();
   const uint32_t psn = p.bth.psn;
   if (!rd || PsnDiff(psn, rd->resp_psn) < 0) {
     counters.dup_responses++;
     return;
   }
-  if (PsnDiff(psn, rd->resp_psn) > 0) {
-    // A response is missing. Ask again from it, once per gap (later
-    // responses of the same burst land here too).
-    counters.dup_responses++;
-    if (!rd->gap_retry || rd->gap_psn != rd->resp_psn) {
-      rd->gap_retry = true;
-      rd->gap_psn = rd->resp_psn;
-      if (!AdvanceUna(rd->first_psn, now)) return;
-      if (!ConsumeRetry(now)) return;
-      RetryFrom(rd->resp_psn);
-      dev_->MarkActive(this);
+  if (PsnDiff(psn, rd->LastPsn()) > 0) {
+    // A response past this Read (to a later one): this Read's missing
+    // responses were sent before it.
+    if (PsnDiff(psn, max_sent_) >= 0) {
+      counters.dropped_bad++;
+      return;
     }
+    counters.dup_responses++;
+    NoteBeyondHole(*rd, now, /*implied=*/false);
     return;
   }
-  // The response we expect: everything before this Read is done.
-  if (!AdvanceUna(rd->first_psn, now)) return;
   const uint32_t mtu = attr_.path_mtu;
   const uint64_t offset = uint64_t(PsnDiff(psn, rd->first_psn)) * mtu;
   const bool last = psn == rd->LastPsn();
   const Position pos = p.info().position;
   const size_t want = last ? static_cast<size_t>(rd->length - offset) : mtu;
-  if ((last ? (pos != Position::kLast && pos != Position::kOnly)
-            : (pos != Position::kFirst && pos != Position::kMiddle)) ||
-      p.payload.size() != want) {
+  // The Read's last PSN ends a response (LAST or ONLY); any other PSN
+  // carries a full MTU, and may end the reply to a re-request for a gap.
+  if ((last && pos != Position::kLast && pos != Position::kOnly) || p.payload.size() != want) {
     counters.dropped_bad++;
+    return;
+  }
+  const uint32_t d = static_cast<uint32_t>(PsnDiff(psn, rd->resp_psn));
+  if (d > 0 && (d >= PsnBits::kBits || rd->ooo.Test(d))) {  // too far ahead, or a second copy
+    counters.dup_responses++;
+    NoteBeyondHole(*rd, now, /*implied=*/false);
     return;
   }
   // The sink was checked when the Read started; its region may have been
@@ -267,17 +301,58 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     return;
   }
   Scatter(rd->wr.sge, rd->wr.num_sge, offset, p.payload);
-  rd->resp_psn = PsnAdd(psn, 1);
+  if (d > 0) {
+    // Ahead of a missing response: keep it (the memory is ours and the
+    // bytes are those of this offset), so a late response costs nothing.
+    rd->ooo.Set(d);
+    counters.read_ooo_placed++;
+    OnProgress(now);
+    NoteBeyondHole(*rd, now, /*implied=*/false);
+    return;
+  }
+  // The response we expect: everything before this Read is done.
+  AdvanceUna(rd->first_psn, now);
+  const bool filled_hole = hole_active_ && hole_psn_ == psn;
+  if (filled_hole) {
+    // A response that arrived after later ones: reordering, unless it is the
+    // start of the replay we asked for (a replay starts with FIRST or ONLY).
+    const bool replay = rd->gap_retry && rd->gap_psn == psn &&
+                        (pos == Position::kFirst || pos == Position::kOnly);
+    if (!replay) {
+      const uint64_t seen = resp_rx_ - hole_at_;
+      const uint32_t cap = std::max<uint32_t>(dev_->tuning().max_reorder_threshold, 1);
+      if (seen + 1 > reorder_thresh_) {
+        reorder_thresh_ = static_cast<uint32_t>(std::min<uint64_t>(cap, seen + 1));
+        dev_->Event(qpn_, "reorder-threshold", psn, reorder_thresh_);
+      }
+    }
+    hole_active_ = false;
+  }
+  const uint32_t adv = 1 + rd->ooo.RunFrom(1);
+  rd->ooo.Shift(adv);
+  rd->resp_psn = PsnAdd(psn, adv);
   una_ = rd->resp_psn;
-  retry_left_ = attr_.retry_cnt;
-  rnr_left_ = attr_.rnr_retry;
+  if (PsnDiff(una_, acked_) > 0) acked_ = una_;
   seq_nak_active_ = false;
-  if (last) {
+  OnProgress(now);
+  if (PsnDiff(rd->resp_psn, rd->LastPsn()) > 0) {
     rd->done = true;
+    rd->ooo.Clear();
     reads_outstanding_--;
     dev_->MarkActive(this);  // a fenced or read-limited WQE may go now
+    // ACKs and NAKs that arrived while this Read was in the way.
+    if (PsnDiff(acked_, una_) > 0) AdvanceUna(acked_, now);
+    return;
   }
-  ArmRetransmitTimer(now);
+  if (rd->ooo.Any()) {
+    // Another response is missing before ones already here: it has waited
+    // as long as the previous gap did.
+    const uint64_t at = filled_hole ? hole_at_ : resp_rx_ - 1;
+    hole_active_ = true;
+    hole_psn_ = rd->resp_psn;
+    hole_at_ = at;
+    NoteBeyondHole(*rd, now, /*implied=*/false);
+  }
 }
 
 void QueuePair::FailAt(uint32_t psn, Status st, Cause cause) {

@@ -16,22 +16,39 @@ RcDevice::RcDevice(const Config& cfg, PacketSink* sink)
     : cfg_(cfg), sink_(sink), mem_(cfg.mem_seed, cfg.max_mem_objects) {
   cfg_.max_qps = std::clamp<uint32_t>(cfg_.max_qps, 1, kQpIndexMask - kFirstQpIndex);
   qps_.resize(cfg_.max_qps + kFirstQpIndex);
-  qp_gen_.resize(qps_.size(), 0);
+  qp_gen_.resize(qps_.size(), 0xFF);  // the first QPN of a slot has generation 0
   in_active_.resize(qps_.size(), 0);
+  for (uint32_t i = kFirstQpIndex; i < qps_.size(); i++) free_slots_.push_back(i);
 }
 
 RcDevice::~RcDevice() = default;
 
+void RcDevice::ExpireQuarantine() {
+  while (!quarantine_.empty() && now_ - quarantine_.front().first >= cfg_.qpn_quarantine_ns) {
+    quarantined_.erase(quarantine_.front().second);
+    quarantine_.pop_front();
+  }
+}
+
 QueuePair* RcDevice::CreateQp(const QpCaps& caps, CompletionQueue* send_cq,
                               CompletionQueue* recv_cq, ReceiveQueue* srq, uint64_t context) {
   if (!send_cq || !recv_cq) return nullptr;
-  for (uint32_t i = kFirstQpIndex; i < qps_.size(); i++) {
-    if (qps_[i]) continue;
-    // The generation in the high bits keeps a recycled slot from answering to
-    // a QPN a peer may still be sending to.
-    const uint32_t qpn = (uint32_t{qp_gen_[i]} << kQpIndexBits) | i;
-    qps_[i] = std::make_unique<QueuePair>(this, qpn, caps, send_cq, recv_cq, srq, context);
-    return qps_[i].get();
+  ExpireQuarantine();
+  // The least recently freed slot, with the next generation whose QPN is
+  // not in quarantine: a number a peer may still be sending to is never
+  // answered by a new QP (the generation alone would repeat after 256 reuses).
+  for (size_t tries = free_slots_.size(); tries > 0; tries--) {
+    const uint32_t i = free_slots_.front();
+    free_slots_.pop_front();
+    for (uint32_t g = 1; g <= 256; g++) {
+      const uint8_t gen = static_cast<uint8_t>(qp_gen_[i] + g);
+      const uint32_t qpn = (uint32_t{gen} << kQpIndexBits) | i;
+      if (quarantined_.contains(qpn)) continue;
+      qp_gen_[i] = gen;
+      qps_[i] = std::make_unique<QueuePair>(this, qpn, caps, send_cq, recv_cq, srq, context);
+      return qps_[i].get();
+    }
+    free_slots_.push_back(i);  // every number of this slot is quarantined
   }
   return nullptr;
 }
@@ -40,9 +57,15 @@ void RcDevice::DestroyQp(QueuePair* qp) {
   if (!qp) return;
   const uint32_t i = qp->qpn() & kQpIndexMask;
   if (i >= qps_.size() || qps_[i].get() != qp) return;
+  const uint32_t qpn = qp->qpn();
   qps_[i].reset();
-  qp_gen_[i]++;
   in_active_[i] = 0;
+  free_slots_.push_back(i);
+  if (cfg_.qpn_quarantine_ns) {
+    quarantine_.emplace_back(now_, qpn);
+    quarantined_.insert(qpn);
+  }
+  ExpireQuarantine();
   // Stale entries in active_ / timers_ are skipped by qpn mismatch.
 }
 
@@ -53,6 +76,7 @@ QueuePair* RcDevice::FindQp(uint32_t qpn) const {
 }
 
 wire::Error RcDevice::OnFrame(wire::ByteSpan frame, uint64_t now) {
+  AdvanceTime(now);
   counters.rx_frames++;
   wire::RocePacket p;
   const wire::Error e = wire::ParseRoceFrame(frame, &p, cfg_.parse);
@@ -65,6 +89,7 @@ wire::Error RcDevice::OnFrame(wire::ByteSpan frame, uint64_t now) {
 }
 
 void RcDevice::OnPacket(const wire::RocePacket& p, uint64_t now) {
+  AdvanceTime(now);
   QueuePair* qp = FindQp(p.bth.dest_qp);
   if (!qp) {
     counters.rx_unknown_qp++;
@@ -108,6 +133,7 @@ uint64_t RcDevice::NextDeadline() {
 }
 
 size_t RcDevice::Poll(uint64_t now, size_t budget) {
+  AdvanceTime(now);
   // Timers first.
   while (!timers_.empty() && timers_.top().first <= now) {
     const auto [d, qpn] = timers_.top();

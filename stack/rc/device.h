@@ -4,11 +4,15 @@
 // of protocol state. Single-threaded: the engine (or the simulator) drives it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <queue>
 #include <vector>
+
+#include <absl/container/flat_hash_set.h>
 
 #include "stack/mem/memory_table.h"
 #include "stack/rc/qp.h"
@@ -32,7 +36,13 @@ struct DeviceCounters {
 class RcDevice {
  public:
   struct Config {
-    uint32_t max_qps = 256;      // QPNs 2 .. max_qps+1 (0 and 1 are special)
+    uint32_t max_qps = 256;      // QP slots; QPN = generation << 16 | slot (slots 0 and 1 are special)
+    // A destroyed QP's number is not given to a new QP for this long (time as
+    // passed to Poll / OnFrame): packets of the old connection still in the
+    // network, or a peer still retrying, must never reach a new connection.
+    // Longer than a peer's whole retry budget (7 retries of a 67 ms timeout,
+    // the rdma_cm default, take 0.54 s), like the CM's time-wait.
+    uint64_t qpn_quarantine_ns = 2'000'000'000;
     uint64_t mem_seed = 0;       // 0: random keys
     uint32_t max_mem_objects = 1u << 16;
     QpTuning tuning;
@@ -47,9 +57,16 @@ class RcDevice {
   mem::MemoryTable& memory() { return mem_; }
   const QpTuning& tuning() const { return cfg_.tuning; }
 
+  // Null when every slot is in use (or every number of the free slots is
+  // still in quarantine).
   QueuePair* CreateQp(const QpCaps& caps, CompletionQueue* send_cq, CompletionQueue* recv_cq,
                       ReceiveQueue* srq = nullptr, uint64_t context = 0);
+  // The QPN enters quarantine (Config::qpn_quarantine_ns).
   void DestroyQp(QueuePair* qp);
+  size_t QuarantinedQpns() const { return quarantine_.size(); }
+  // Latest time seen (Poll / OnFrame / OnPacket / AdvanceTime).
+  uint64_t now() const { return now_; }
+  void AdvanceTime(uint64_t now) { now_ = std::max(now_, now); }
   QueuePair* FindQp(uint32_t qpn) const;
 
   // Receive: a whole frame (parsed and ICRC-checked here) or an already
@@ -78,8 +95,13 @@ class RcDevice {
   Config cfg_;
   PacketSink* sink_;
   mem::MemoryTable mem_;
+  void ExpireQuarantine();
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn & mask
-  std::vector<uint8_t> qp_gen_;
+  std::vector<uint8_t> qp_gen_;                  // generation of the slot's last QPN
+  std::deque<uint32_t> free_slots_;              // least recently freed first
+  std::deque<std::pair<uint64_t, uint32_t>> quarantine_;  // (destroyed at, qpn), oldest first
+  absl::flat_hash_set<uint32_t> quarantined_;
+  uint64_t now_ = 0;
   std::vector<uint8_t> in_active_;
   std::deque<uint32_t> active_;
   using TimerEntry = std::pair<uint64_t, uint32_t>;  // deadline, qpn

@@ -76,6 +76,21 @@ uint64_t RnrTimerNs(uint8_t code) {
   return uint64_t{k10us[code & 31]} * 10000;
 }
 
+void PsnBits::Shift(uint32_t n) {
+  if (n >= kBits) {
+    Clear();
+    return;
+  }
+  const uint32_t words = n / 64, bits = n % 64;
+  constexpr uint32_t kW = kBits / 64;
+  for (uint32_t i = 0; i < kW; i++) {
+    const uint32_t src = i + words;
+    uint64_t v = src < kW ? w[src] >> bits : 0;
+    if (bits && src + 1 < kW) v |= w[src + 1] << (64 - bits);
+    w[i] = v;
+  }
+}
+
 uint32_t QueuePair::SendWqe::LastPsn() const { return PsnAdd(first_psn, int64_t{npkts} - 1); }
 
 QueuePair::QueuePair(RcDevice* dev, uint32_t qpn, const QpCaps& caps, CompletionQueue* send_cq,
@@ -152,6 +167,11 @@ bool QueuePair::ToRts(uint64_t now) {
   next_psn_ = una_ = max_sent_ = attr_.sq_psn;
   retry_left_ = attr_.retry_cnt;
   rnr_left_ = attr_.rnr_retry;
+  stall_left_ = static_cast<int>(dev_->tuning().max_stalled_retries);
+  reorder_thresh_ = std::max<uint32_t>(dev_->tuning().reorder_threshold, 1);
+  heard_ = false;
+  hole_active_ = false;
+  acked_ = una_;
   state_ = QpState::kRts;
   if (cursor_ < sq_tail_) dev_->MarkActive(this);
   return true;
@@ -174,6 +194,7 @@ void QueuePair::ToError() {
   cursor_ = ack_scan_ = sq_tail_;
   cursor_pkt_ = 0;
   reads_outstanding_ = 0;
+  rereq_.clear();
   retrans_deadline_ = rnr_deadline_ = 0;
   // Receive side: the receive in progress and every posted receive.
   if (have_recv_) CompleteRecv(Status::kCanceled, Cause::kFlushed);
@@ -201,6 +222,7 @@ void QueuePair::ToReset() {
   sq_head_ = sq_tail_ = cursor_ = ack_scan_ = 0;
   cursor_pkt_ = 0;
   reads_outstanding_ = 0;
+  rereq_.clear();
   retrans_deadline_ = rnr_deadline_ = 0;
   send_error_ = false;
   have_recv_ = false;
@@ -304,6 +326,8 @@ void QueuePair::OnPacket(const RocePacket& p, uint64_t now) {
   if (info.request) {
     OnRequest(p, now);
   } else if (state_ == QpState::kRts) {
+    heard_ = true;  // the peer is there, whatever this response says
+    resp_rx_++;
     OnResponse(p, now);
   } else {
     counters.dropped_state++;
@@ -314,7 +338,7 @@ void QueuePair::OnPacket(const RocePacket& p, uint64_t now) {
 bool QueuePair::HasTxWork() const {
   if (state_ != QpState::kRtr && state_ != QpState::kRts) return false;
   if (cnp_owed_ || !responses_.empty()) return true;
-  return state_ == QpState::kRts && cursor_ < sq_tail_ && rnr_deadline_ == 0;
+  return state_ == QpState::kRts && (cursor_ < sq_tail_ || !rereq_.empty()) && rnr_deadline_ == 0;
 }
 
 size_t QueuePair::PollTx(uint64_t now, size_t budget) {
@@ -345,10 +369,26 @@ void QueuePair::OnTimer(uint64_t now) {
     retrans_deadline_ = 0;
     if (una_ != next_psn_) {
       counters.timeouts++;
-      dev_->Event(qpn_, "timeout", una_, retry_left_);
-      if (ConsumeRetry(now)) {
+      if (PsnDiff(acked_, una_) < 0) acked_ = una_;
+      const bool silent = !heard_;
+      if (silent) counters.silent_timeouts++;
+      dev_->Event(qpn_, silent ? "timeout-silent" : "timeout", una_, retry_left_);
+      if (ConsumeRetry(silent)) {
         seq_nak_active_ = false;
-        RetryFrom(una_);
+        // A lost re-request is sent again from here (go-back-N from una_
+        // re-requests an unanswered Read from its next expected response).
+        for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
+          SendWqe& w = Slot(i);
+          if (!w.started) break;
+          w.gap_retry = false;
+        }
+        rereq_.clear();
+        hole_active_ = false;
+        // Go back to the first PSN the responder has not confirmed; an
+        // unanswered Read before it asks again for what it misses.
+        RetryFrom(acked_);
+        if (SendWqe* rd = OldestOpenRead(); rd && PsnDiff(acked_, rd->resp_psn) > 0) ReRequestRead(*rd);
+        probe_ = true;
         ArmRetransmitTimer(now);
         dev_->MarkActive(this);
       }

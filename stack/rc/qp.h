@@ -95,6 +95,24 @@ struct QpCounters {
   }
 };
 
+// Which of the next 256 PSNs after a base have been seen (bit 0 = base).
+struct PsnBits {
+  static constexpr uint32_t kBits = 256;
+  uint64_t w[kBits / 64] = {};
+  bool Test(uint32_t i) const { return (w[i >> 6] >> (i & 63)) & 1; }
+  void Set(uint32_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
+  bool Any() const { return (w[0] | w[1] | w[2] | w[3]) != 0; }
+  void Clear() { w[0] = w[1] = w[2] = w[3] = 0; }
+  // Number of set bits from bit `i` up before the first clear one.
+  uint32_t RunFrom(uint32_t i) const {
+    uint32_t n = 0;
+    while (i + n < kBits && Test(i + n)) n++;
+    return n;
+  }
+  // Moves the base forward by n (bit n becomes bit 0).
+  void Shift(uint32_t n);
+};
+
 class QueuePair {
  public:
   QueuePair(RcDevice* dev, uint32_t qpn, const QpCaps& caps, CompletionQueue* send_cq,
@@ -151,6 +169,7 @@ class QueuePair {
     uint32_t resp_psn = 0;     // Read: next response PSN expected
     bool gap_retry = false;    // Read: a retry was requested for a gap at gap_psn
     uint32_t gap_psn = 0;
+    PsnBits ooo;               // Read: responses placed ahead of resp_psn (bit i = resp_psn + i)
     Status status = Status::kSuccess;
     Cause cause = Cause::kNone;
     uint32_t LastPsn() const;
@@ -164,7 +183,9 @@ class QueuePair {
   size_t RequesterTx(uint64_t now, size_t budget);
   bool StartWqe(SendWqe& w, uint64_t now);
   void ExecuteLocal(SendWqe& w);
-  bool EmitRequest(SendWqe& w, uint32_t pkt, uint64_t now);
+  // `read_pkts`: a Read asks for this many responses from packet `pkt` on
+  // (0: everything to its end).
+  bool EmitRequest(SendWqe& w, uint32_t pkt, uint64_t now, uint32_t read_pkts = 0);
   bool Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;  // false: source no longer registered
   void RetryFrom(uint32_t psn);
   // Keeps the (re)transmit cursor at or after the oldest uncompleted WQE and
@@ -180,11 +201,27 @@ class QueuePair {
   void OnReadResponse(const wire::RocePacket& p, uint64_t now);
   // Acknowledges all PSNs before new_una; returns false if an unanswered Read
   // stands in the way (implied NAK: a retry from its next response is started).
-  bool AdvanceUna(uint32_t new_una, uint64_t now);
+  // `evidence`: the caller is an ACK/NAK from the peer, so an unanswered Read
+  // in the way has seen a later response (see NoteBeyondHole).
+  bool AdvanceUna(uint32_t new_una, uint64_t now, bool evidence = false);
   void FailAt(uint32_t psn, Status st, Cause cause);
   void CompleteSendHead();
   void PushSendCompletion(const SendWqe& w);
-  bool ConsumeRetry(uint64_t now);  // false: retries exhausted (QP failed)
+  // Accounts for one retry. `silent`: a timeout with nothing heard from the
+  // peer since the previous retry — only those consume retry_cnt; every retry
+  // without forward progress consumes the stall budget. False: exhausted
+  // (the QP failed with a timeout status).
+  bool ConsumeRetry(bool silent);
+  // Forward progress: new PSNs acknowledged or new Read data placed.
+  void OnProgress(uint64_t now);
+  // The oldest Read still waiting for responses, or null.
+  SendWqe* OldestOpenRead();
+  // A response from the peer arrived that lies beyond `rd`'s next expected
+  // response: counts towards declaring it lost and re-requesting the rest.
+  void NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied);
+  // Queues a re-request of `rd` from its next expected response, sent before
+  // anything else without moving the send cursor (nothing after it is resent).
+  void ReRequestRead(SendWqe& rd);
 
   // ---- responder (responder.cc) ---------------------------------------------
   void OnRequest(const wire::RocePacket& p, uint64_t now);
@@ -224,8 +261,23 @@ class QueuePair {
   uint32_t since_ack_req_ = 0;
   uint32_t reads_outstanding_ = 0;
   int retry_left_ = 7, rnr_left_ = 7;
+  int stall_left_ = 64;
+  bool heard_ = false;             // a response from the peer since the last retry
+  bool probe_ = false;             // the next request is the first after a timeout
+  // Loss detection for Read responses (NoteBeyondHole).
+  uint64_t resp_rx_ = 0;           // response packets accepted so far
+  bool hole_active_ = false;       // hole_psn_ is missing and later responses came
+  uint32_t hole_psn_ = 0;
+  uint64_t hole_at_ = 0;           // resp_rx_ before the first response past the hole
+  uint32_t reorder_thresh_ = 1;
+  // Everything before acked_ is known to have reached the responder (the
+  // highest ACK or NAK heard). It runs ahead of una_ while an unanswered Read
+  // is in the way; older ACKs and NAKs are stale.
+  uint32_t acked_ = 0;
+  std::vector<uint64_t> rereq_;    // Read WQEs (by index) to re-request, in order
   uint64_t retrans_deadline_ = 0;  // 0 = not armed
   uint64_t rnr_deadline_ = 0;      // 0 = not waiting
+  uint32_t rnr_psn_ = 0;           // PSN the RNR wait is for
   bool send_error_ = false;        // a WQE failed; the QP is going to error
   // A go-back-N restart from seq_nak_psn_ is under way because of a sequence
   // NAK: further NAKs for that PSN are duplicates (the responder sends one).
@@ -236,6 +288,7 @@ class QueuePair {
   uint32_t epsn_ = 0;
   uint32_t msn_ = 0;
   bool nak_sent_ = false;          // sequence or RNR NAK outstanding for epsn_
+  uint32_t oos_hi_ = 0;            // highest PSN dropped as out of sequence since
   enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
   bool have_recv_ = false;
   RecvWqe cur_recv_;
@@ -273,6 +326,7 @@ class QueuePair {
     uint32_t res = 0;    // read resource index
     uint32_t start_psn = 0;  // read: PSN of the request being answered
     uint64_t offset = 0;     // read: bytes already sent
+    uint64_t end = 0;        // read: offset where this reply ends (a re-request may ask for less)
     bool replay = false;     // read: answering a duplicate request
   };
   std::deque<Response> responses_;

@@ -18,6 +18,27 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
   if (rnr_deadline_ || send_error_) return 0;
   const uint32_t window = dev_->tuning().max_unacked_psns;
   size_t n = 0;
+  // Read re-requests first: they ask again only for what is missing and do
+  // not move the cursor, so nothing sent after the Read goes out again.
+  while (n < budget && !rereq_.empty() && state_ == QpState::kRts) {
+    const uint64_t i = rereq_.front();
+    SendWqe& w = Slot(i);
+    if (i < sq_head_ || i >= sq_tail_ || !w.started || !w.IsRead() || w.done) {
+      rereq_.erase(rereq_.begin());
+      continue;
+    }
+    // Only the gap: up to the first response already placed after it.
+    const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+    uint32_t gap = 0;
+    for (uint32_t b = 1; b < PsnBits::kBits && k + b < w.npkts; b++)
+      if (w.ooo.Test(b)) {
+        gap = b;
+        break;
+      }
+    if (!EmitRequest(w, k, now, gap)) return n;
+    rereq_.erase(rereq_.begin());
+    n++;
+  }
   while (n < budget && cursor_ < sq_tail_ && state_ == QpState::kRts) {
     SendWqe& w = Slot(cursor_);
     if (!w.started) {
@@ -30,6 +51,8 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
       cursor_pkt_ = 0;
       continue;
     }
+    // A Read asks for what it still misses: from its next expected response.
+    if (w.IsRead()) cursor_pkt_ = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
     const uint32_t psn = PsnAdd(w.first_psn, cursor_pkt_);
     if (PsnDiff(psn, una_) >= static_cast<int32_t>(window)) break;
     if (!EmitRequest(w, cursor_pkt_, now)) break;
@@ -136,7 +159,7 @@ bool QueuePair::Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket
   return true;
 }
 
-bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now) {
+bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_pkts) {
   TxPacket pkt;
   const uint32_t mtu = attr_.path_mtu;
   const uint32_t psn = PsnAdd(w.first_psn, k);
@@ -146,7 +169,9 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now) {
   bool last = true;
   if (w.IsRead()) {
     pkt.bth.opcode = op::kRcReadRequest;
-    pkt.ext.reth = {w.wr.remote_addr + offset, w.wr.rkey, static_cast<uint32_t>(w.length - offset)};
+    uint64_t len = w.length - offset;
+    if (read_pkts) len = std::min<uint64_t>(len, uint64_t{read_pkts} * mtu);
+    pkt.ext.reth = {w.wr.remote_addr + offset, w.wr.rkey, static_cast<uint32_t>(len)};
     pkt.payload_len = 0;
   } else {
     const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(mtu, w.length - offset));
@@ -188,10 +213,17 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now) {
   const QpTuning& t = dev_->tuning();
   pkt.bth.ack_req = last || since_ack_req_ + 1 >= t.ack_req_every ||
                     PsnDiff(PsnAdd(psn, 1), una_) >= static_cast<int32_t>(t.max_unacked_psns);
+  // The first packet after a timeout asks for an answer at once; if it is
+  // (nearly) all that is outstanding, it goes twice, so one lost frame does
+  // not make the whole retry look like a silent peer.
+  const bool probe = probe_;
+  if (probe) pkt.bth.ack_req = true;
   const bool retransmit = PsnLess(psn, max_sent_);
   if (w.IsRead()) w.req_psn = psn;
   if (!Send(pkt, now)) return false;
   if (retransmit) counters.retransmits++;
+  probe_ = false;
+  if (probe && retransmit && PsnDiff(next_psn_, acked_) <= 2 && Send(pkt, now)) counters.retransmits++;
   const uint32_t end = w.IsRead() ? PsnAdd(w.LastPsn(), 1) : PsnAdd(psn, 1);
   if (PsnDiff(end, max_sent_) > 0) max_sent_ = end;
   since_ack_req_ = pkt.bth.ack_req ? 0 : since_ack_req_ + 1;
@@ -218,6 +250,19 @@ void QueuePair::RetryFrom(uint32_t psn) {
   }
   cursor_ = sq_tail_;
   cursor_pkt_ = 0;
+}
+
+void QueuePair::ReRequestRead(SendWqe& rd) {
+  const uint64_t idx = static_cast<uint64_t>(&rd - sq_.data());
+  // Slot index -> WQE sequence number (the slot holds the WQE in [sq_head_, sq_tail_)).
+  uint64_t seq = sq_head_ + ((idx + sq_.size() - sq_head_ % sq_.size()) % sq_.size());
+  dev_->Event(qpn_, "rerequest", rd.resp_psn, seq);
+  // If the cursor has not passed this Read yet, the normal pass asks for it.
+  if (cursor_ <= seq) return;
+  for (uint64_t q : rereq_)
+    if (q == seq) return;
+  rereq_.push_back(seq);
+  dev_->MarkActive(this);
 }
 
 void QueuePair::SyncCursor() {

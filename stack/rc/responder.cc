@@ -31,11 +31,17 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
   const int32_t d = PsnDiff(p.bth.psn, epsn_);
   if (d > 0) {
     counters.out_of_sequence++;
-    if (!nak_sent_) {
+    // One sequence NAK per episode. A requester that went back (a PSN at or
+    // below the highest out-of-sequence one seen) and asks for an answer
+    // (AckReq) is on its next pass; if that pass lost the expected PSN
+    // again, it hears why — else every such pass would meet silence, and a
+    // lossy link would exhaust the retries of a requester facing a live peer.
+    if (!nak_sent_ || (p.bth.ack_req && PsnDiff(p.bth.psn, oos_hi_) <= 0)) {
       nak_sent_ = true;
       counters.seq_naks_sent++;
       QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
     }
+    oos_hi_ = p.bth.psn;
     return;
   }
   if (d < 0) {
@@ -77,6 +83,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       if (!have_recv_ && !TakeRecv()) {
         counters.rnr_naks_sent++;
         nak_sent_ = true;
+        oos_hi_ = epsn_;
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
         return;
       }
@@ -128,6 +135,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       if (ends && imm && !have_recv_ && !TakeRecv()) {
         counters.rnr_naks_sent++;
         nak_sent_ = true;
+        oos_hi_ = epsn_;
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
         return;
       }
@@ -186,6 +194,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       r.psn = r.start_psn = p.bth.psn;
       r.msn = msn_;
       r.res = read_res_next_;
+      r.end = rlen;
       responses_.push_back(r);
       read_res_next_ = (read_res_next_ + 1) % static_cast<uint32_t>(read_res_.size());
       epsn_ = PsnAdd(epsn_, res.npkts);
@@ -213,13 +222,23 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
         PsnDiff(p.bth.psn, PsnAdd(res.first_psn, res.npkts - 1)) > 0)
       continue;
     const uint64_t offset = uint64_t(PsnDiff(p.bth.psn, res.first_psn)) * mtu;
-    // A re-request must ask for the rest of the same data.
-    if (p.reth.va != res.va + offset || p.reth.dma_length != res.length - offset) return;
+    // A re-request asks for the same data from this PSN on: to the end, or
+    // (as rxe and hardware accept) whole packets of it, for a gap.
+    const uint64_t rest = res.length - offset;
+    const uint32_t want = p.reth.dma_length;
+    if (p.reth.va != res.va + offset || p.reth.rkey != res.rkey || want > rest ||
+        (want < rest && (want == 0 || want % mtu != 0))) {
+      counters.dropped_bad++;
+      return;
+    }
     counters.read_replays++;
     for (Response& r : responses_) {
-      if (r.kind == Response::Kind::kRead && r.res == i) {  // restart the job in place
+      if (r.kind == Response::Kind::kRead && r.res == i) {
+        // Restart the job in place: the requester asks for its first missing
+        // response, so everything before it has arrived.
         r.psn = r.start_psn = p.bth.psn;
         r.offset = offset;
+        r.end = offset + want;
         r.replay = true;
         return;
       }
@@ -229,6 +248,7 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
     r.kind = Response::Kind::kRead;
     r.psn = r.start_psn = p.bth.psn;
     r.offset = offset;
+    r.end = offset + want;
     r.msn = msn_;
     r.res = i;
     r.replay = true;
@@ -363,7 +383,7 @@ size_t QueuePair::ResponderTx(uint64_t now, size_t budget) {
       continue;
     }
     const ReadResource& res = read_res_[r.res];
-    const uint64_t left = res.length - r.offset;
+    const uint64_t left = r.end - r.offset;
     const uint32_t plen = static_cast<uint32_t>(std::min<uint64_t>(mtu, left));
     const bool first = r.psn == r.start_psn;
     const bool last = left <= mtu;

@@ -153,6 +153,18 @@ struct QpTuning {
   uint32_t ack_req_every = 32;      // AckReq at least every N packets
   uint64_t cnp_interval_ns = 4000;  // at most one CNP per QP per interval
   uint32_t max_tx_per_poll = 64;    // packets a QP emits per Poll turn
+  // Read responses: a missing one is taken as lost (and re-requested) once
+  // this many later responses have arrived; starts here and rises to the
+  // reordering the link has shown (a late response that filled a gap),
+  // up to max_reorder_threshold. 1 = re-request at the first sign, as the
+  // IBTA describes for a link that does not reorder.
+  uint32_t reorder_threshold = 1;
+  uint32_t max_reorder_threshold = 128;
+  // Retries (timeouts, sequence NAKs, Read re-requests) in a row without
+  // forward progress while the peer is answering: a live peer that never
+  // lets the connection progress fails it after this many. A silent peer
+  // fails it after retry_cnt (see QpAttr::retry_cnt).
+  uint32_t max_stalled_retries = 64;
 };
 
 // Local ACK timeout: 4.096 us * 2^code (code 0: no timeout).

@@ -115,7 +115,7 @@ void SimNetwork::Send(int from, std::vector<uint8_t>&& frame) {
     counters_.ce_marked++;
   }
   if (Chance(imp_.reorder)) {
-    const uint64_t k = 1 + std::uniform_int_distribution<uint64_t>(0, imp_.reorder_depth)(rng_);
+    const uint64_t k = std::uniform_int_distribution<uint64_t>(1, std::max<uint32_t>(imp_.reorder_depth, 1))(rng_);
     at += k * std::max<uint64_t>(ser, 50);
     counters_.reordered++;
     fate = 2;

@@ -25,9 +25,8 @@
 #include <absl/strings/str_cat.h>
 
 #include "stack/engine/engine.h"
-#include "stack/port/eal.h"
-#include "stack/port/profile.h"
 #include "tools/lib/pingpong_exchange.h"
+#include "tools/lib/stack_host.h"
 
 using namespace roce;
 namespace pp = roce::tools::rc_pingpong;
@@ -43,9 +42,7 @@ struct Options {
   int gid_index = -1;
   bool validate = false;
   std::string server;
-  std::string profile = std::string(ROCE_SOURCE_DIR) + "/drivers-cfg/net_tap.ini";
-  std::string iface, ip, capture;
-  std::vector<std::string> overrides;
+  tools::HostOptions host;  // --profile --iface --ip --set --capture
   int timeout_s = 60;  // give up on the exchange / a stalled run
   uint32_t quiet_tail = 2;  // iterations at the end run without injected faults
 };
@@ -67,34 +64,28 @@ void Usage(const char* argv0) {
       "  -e, --events           accepted, ignored (completions are polled)\n"
       "  -g, --gid-idx=<idx>    accepted (our GID is the port's address)\n"
       "  -c, --chk              validate received buffer\n"
-      "Options of this stack:\n"
-      "  --profile=<file>       port profile (drivers-cfg/*.ini; default net_tap.ini)\n"
-      "  --iface=<name>         the driver's interface (tap name, veth, ...)\n"
-      "  --ip=<addr/len>        the stack's own address (port.ipv4 / port.ipv6); its family picks our GID\n"
-      "  --set=<section.key=v>  any profile key (repeatable), e.g. --set fault.rx_drop=0.02\n"
-      "  --capture=<file.pcap>  write every frame sent and received\n"
+      "Options of this stack:\n",
+      argv0, argv0);
+  std::fputs(tools::kHostOptionsUsage, stdout);
+  std::printf(
       "  --timeout=<seconds>    give up after this long without progress (default 60)\n"
       "  --quiet-tail=<n>       turn injected faults off for the last n iterations (default 2):\n"
       "                         the loop has no closing handshake, so a final ACK lost after\n"
-      "                         the peer has destroyed its QP can never be recovered\n",
-      argv0, argv0);
+      "                         the peer has destroyed its QP can never be recovered\n");
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
-  static const option kLong[] = {
+  std::vector<option> opts = {
       {"port", required_argument, nullptr, 'p'},    {"ib-dev", required_argument, nullptr, 'd'},
       {"ib-port", required_argument, nullptr, 'i'}, {"size", required_argument, nullptr, 's'},
       {"mtu", required_argument, nullptr, 'm'},     {"rx-depth", required_argument, nullptr, 'r'},
       {"iters", required_argument, nullptr, 'n'},   {"sl", required_argument, nullptr, 'l'},
       {"events", no_argument, nullptr, 'e'},        {"gid-idx", required_argument, nullptr, 'g'},
-      {"chk", no_argument, nullptr, 'c'},           {"profile", required_argument, nullptr, 1},
-      {"iface", required_argument, nullptr, 2},     {"ip", required_argument, nullptr, 3},
-      {"set", required_argument, nullptr, 4},       {"capture", required_argument, nullptr, 5},
-      {"timeout", required_argument, nullptr, 6},   {"quiet-tail", required_argument, nullptr, 7},
-      {"help", no_argument, nullptr, 'h'},
-      {nullptr, 0, nullptr, 0}};
+      {"chk", no_argument, nullptr, 'c'},           {"timeout", required_argument, nullptr, 6},
+      {"quiet-tail", required_argument, nullptr, 7}, {"help", no_argument, nullptr, 'h'}};
+  tools::AddHostLongOptions(&opts);
   for (;;) {
-    const int c = getopt_long(argc, argv, "p:d:i:s:m:r:n:l:eg:cohP", kLong, nullptr);
+    const int c = getopt_long(argc, argv, "p:d:i:s:m:r:n:l:eg:cohP", opts.data(), nullptr);
     if (c == -1) break;
     switch (c) {
       case 'p': o->port = static_cast<uint16_t>(std::strtoul(optarg, nullptr, 0)); break;
@@ -105,14 +96,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       case 'g': o->gid_index = std::atoi(optarg); break;
       case 'c': o->validate = true; break;
       case 'd': case 'i': case 'l': case 'e': case 'o': case 'P': break;
-      case 1: o->profile = optarg; break;
-      case 2: o->iface = optarg; break;
-      case 3: o->ip = optarg; break;
-      case 4: o->overrides.push_back(optarg); break;
-      case 5: o->capture = optarg; break;
       case 6: o->timeout_s = std::atoi(optarg); break;
       case 7: o->quiet_tail = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      default: return false;
+      default:
+        if (!tools::ParseHostOption(c, optarg, &o->host)) return false;
     }
   }
   if (optind == argc - 1) o->server = argv[optind];
@@ -193,93 +180,42 @@ bool PingPong::ConnectQp(const tools::PingpongDest& remote, std::string* error) 
                           ") are of different IP families: pick the peer's -g index to match --ip");
     return false;
   }
-  // ARP/NDP for the peer: also what lets a kernel RoCE peer (rxe) resolve us.
-  auto mac = eng_->Resolve(peer, 3'000'000'000ull);
-  if (!mac.ok()) {
-    *error = std::string(mac.status().message());
-    return false;
-  }
-  absl::MutexLock l(&eng_->mu());
-  auto path = eng_->PathTo(peer, *mac);
-  if (!path.ok()) {
-    *error = std::string(path.status().message());
-    return false;
-  }
-  rc::QpAttr a;
-  a.path_mtu = o_.mtu;
-  a.dest_qpn = remote.qpn;
-  a.rq_psn = remote.psn;
-  a.sq_psn = local_.psn;
-  a.max_dest_rd_atomic = pp::kMaxDestRdAtomic;
-  a.max_rd_atomic = pp::kMaxRdAtomic;
-  a.min_rnr_timer = pp::kMinRnrTimer;
-  a.timeout = pp::kTimeout;
-  a.retry_cnt = pp::kRetryCnt;
-  a.rnr_retry = pp::kRnrRetry;
-  a.path = *path;
-  if (!qp_->ToRtr(a)) {
-    *error = "Failed to modify QP to RTR";
-    return false;
-  }
-  if (!qp_->ToRts(eng_->NowNs())) {
-    *error = "Failed to modify QP to RTS";
+  // ARP/NDP for the peer (also what lets a kernel RoCE peer, rxe, resolve us), RTR, RTS.
+  tools::QpConnectParams c;
+  c.peer = peer;
+  c.attr.path_mtu = o_.mtu;
+  c.attr.dest_qpn = remote.qpn;
+  c.attr.rq_psn = remote.psn;
+  c.attr.sq_psn = local_.psn;
+  c.attr.max_dest_rd_atomic = pp::kMaxDestRdAtomic;
+  c.attr.max_rd_atomic = pp::kMaxRdAtomic;
+  c.attr.min_rnr_timer = pp::kMinRnrTimer;
+  c.attr.timeout = pp::kTimeout;
+  c.attr.retry_cnt = pp::kRetryCnt;
+  c.attr.rnr_retry = pp::kRnrRetry;
+  if (auto s = tools::ConnectQp(*eng_, qp_, c); !s.ok()) {
+    *error = std::string(s.message());
     return false;
   }
   return true;
 }
 
 int PingPong::Run() {
-  // Port and engine.
-  std::vector<std::string> ov = o_.overrides;
-  auto profile = port::LoadProfile(o_.profile, ov);
-  if (!profile.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(profile.status().message()).c_str());
+  // Port and engine: one polling thread, not pinned (it shares the machine
+  // with the peer, a qemu guest or another stack on the same host).
+  auto host = tools::BringUp(o_.host);
+  if (!host.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(host.status().message()).c_str());
     return 1;
   }
-  if (!o_.iface.empty()) {
-    if (auto s = port::SetInterface(&*profile, o_.iface); !s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-  }
-  if (!o_.ip.empty()) {
-    if (auto s = port::SetAddress(&*profile, o_.ip); !s.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-  }
-  if (!o_.capture.empty()) profile->capture = o_.capture;
-  // One polling thread, not pinned: it shares the machine with the peer (a
-  // qemu guest, or another stack on the same host).
-  if (profile->eal.lcores == "0") {
-    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu > 1) profile->eal.lcores = absl::StrCat("0@(0-", ncpu - 1, ")");
-  }
-  const port::PortProfile profiles[] = {*profile};
-  if (auto s = port::InitEal(port::EalOptionsFor(profiles)); !s.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-    return 1;
-  }
-  auto p = port::Port::Open(*profile);
-  if (!p.ok()) {
-    std::fprintf(stderr, "Couldn't open the port: %s\n", std::string(p.status().message()).c_str());
-    return 1;
-  }
-  port_ = std::move(*p);
-  engine::EngineOptions eo;
-  auto e = engine::Engine::Create(port_.get(), eo);
-  if (!e.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(e.status().message()).c_str());
-    return 1;
-  }
-  eng_ = std::move(*e);
+  port_ = std::move(host->port);
+  eng_ = std::move(host->eng);
   // Our GID is the port's address: the family of --ip when given (so
   // `--ip fe80::10/64` talks RoCEv2 over IPv6), else IPv4 when the profile
   // has one, else IPv6. The peer's GID family must match (its -g index).
-  const bool v6 = o_.ip.empty() ? !eng_->LocalIp(false) : o_.ip.find(':') != std::string::npos;
-  const auto my_ip = eng_->LocalIp(v6);
-  if (!my_ip) {
-    std::fprintf(stderr, "the port profile has no %s address (--ip)\n", v6 ? "IPv6" : "IPv4");
+  const auto my_ip = tools::LocalGidIp(*eng_, o_.host);
+  if (!my_ip.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(my_ip.status().message()).c_str());
     return 1;
   }
 
@@ -447,9 +383,7 @@ int PingPong::Run() {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Like a NIC that keeps running after the application's last completion:
   // let the last ACKs (and any retransmission the peer asks for) go out.
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-       std::chrono::steady_clock::now() < until;)
-    eng_->Poll();
+  tools::PollFor(*eng_, std::chrono::milliseconds(100));
   if (rc_exit == 0) {
     const long long bytes = static_cast<long long>(o_.size) * o_.iters * 2;
     std::printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, secs, bytes * 8.0 / secs / 1000000);

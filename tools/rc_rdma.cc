@@ -41,9 +41,8 @@
 #include <absl/strings/str_split.h>
 
 #include "stack/engine/engine.h"
-#include "stack/port/eal.h"
-#include "stack/port/profile.h"
 #include "tools/lib/pingpong_exchange.h"
+#include "tools/lib/stack_host.h"
 
 using namespace roce;
 namespace pp = roce::tools::rc_pingpong;
@@ -56,9 +55,7 @@ struct Options {
   uint32_t mtu = 1024;
   std::string bad_key = "theirs";
   std::string server;
-  std::string profile = std::string(ROCE_SOURCE_DIR) + "/drivers-cfg/net_tap.ini";
-  std::string iface, ip, capture;
-  std::vector<std::string> overrides;
+  tools::HostOptions host;  // --profile --iface --ip --set --capture
   int timeout_s = 60;
   uint32_t rounds = 1;
 };
@@ -129,7 +126,6 @@ class Rdma {
 
  private:
   bool Setup();
-  bool Connect(uint32_t qpn, uint32_t psn, uint32_t my_psn, const wire::IpAddr& peer, std::string* err);
   // Posts one signalled Write/Read and polls until its completion.
   rc::Completion Do(rc::WrOp op, std::vector<uint8_t>& local, const mem::RegionInfo& lr, uint64_t raddr,
                     uint32_t rkey);
@@ -159,32 +155,10 @@ std::string Rdma::Ask(const std::string& line) {
 }
 
 bool Rdma::Setup() {
-  std::vector<std::string> ov = o_.overrides;
-  auto profile = port::LoadProfile(o_.profile, ov);
-  if (!profile.ok()) return std::fprintf(stderr, "%s\n", std::string(profile.status().message()).c_str()), false;
-  if (!o_.iface.empty()) {
-    if (auto s = port::SetInterface(&*profile, o_.iface); !s.ok())
-      return std::fprintf(stderr, "%s\n", std::string(s.message()).c_str()), false;
-  }
-  if (!o_.ip.empty()) {
-    if (auto s = port::SetAddress(&*profile, o_.ip); !s.ok())
-      return std::fprintf(stderr, "%s\n", std::string(s.message()).c_str()), false;
-  }
-  if (!o_.capture.empty()) profile->capture = o_.capture;
-  if (profile->eal.lcores == "0") {  // share the machine with the peer (a qemu guest)
-    const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu > 1) profile->eal.lcores = absl::StrCat("0@(0-", ncpu - 1, ")");
-  }
-  const port::PortProfile profiles[] = {*profile};
-  if (auto s = port::InitEal(port::EalOptionsFor(profiles)); !s.ok())
-    return std::fprintf(stderr, "%s\n", std::string(s.message()).c_str()), false;
-  auto p = port::Port::Open(*profile);
-  if (!p.ok())
-    return std::fprintf(stderr, "Couldn't open the port: %s\n", std::string(p.status().message()).c_str()), false;
-  port_ = std::move(*p);
-  auto e = engine::Engine::Create(port_.get(), engine::EngineOptions{});
-  if (!e.ok()) return std::fprintf(stderr, "%s\n", std::string(e.status().message()).c_str()), false;
-  eng_ = std::move(*e);
+  auto host = tools::BringUp(o_.host);
+  if (!host.ok()) return std::fprintf(stderr, "%s\n", std::string(host.status().message()).c_str()), false;
+  port_ = std::move(host->port);
+  eng_ = std::move(host->eng);
   const auto my_ip = eng_->LocalIp(false);
   if (!my_ip) return std::fprintf(stderr, "the port profile has no IPv4 address (--ip)\n"), false;
   local_ip_ = *my_ip;
@@ -208,29 +182,6 @@ bool Rdma::Setup() {
   caps.max_recv_sge = 1;
   qp_ = eng_->CreateQp(caps, cq_.get(), cq_.get());
   if (!qp_ || !qp_->ToInit()) return std::fprintf(stderr, "Couldn't create QP\n"), false;
-  return true;
-}
-
-bool Rdma::Connect(uint32_t qpn, uint32_t psn, uint32_t my_psn, const wire::IpAddr& peer, std::string* err) {
-  auto mac = eng_->Resolve(peer, 3'000'000'000ull);
-  if (!mac.ok()) return *err = std::string(mac.status().message()), false;
-  absl::MutexLock l(&eng_->mu());
-  auto path = eng_->PathTo(peer, *mac);
-  if (!path.ok()) return *err = std::string(path.status().message()), false;
-  rc::QpAttr a;
-  a.path_mtu = o_.mtu;
-  a.dest_qpn = qpn;
-  a.rq_psn = psn;
-  a.sq_psn = my_psn;
-  a.max_dest_rd_atomic = 4;
-  a.max_rd_atomic = 4;
-  a.min_rnr_timer = pp::kMinRnrTimer;
-  a.timeout = pp::kTimeout;
-  a.retry_cnt = pp::kRetryCnt;
-  a.rnr_retry = pp::kRnrRetry;
-  a.path = *path;
-  if (!qp_->ToRtr(a)) return *err = "Failed to modify QP to RTR", false;
-  if (!qp_->ToRts(eng_->NowNs())) return *err = "Failed to modify QP to RTS", false;
   return true;
 }
 
@@ -294,8 +245,20 @@ int Rdma::Run() {
   const uint32_t rkey = static_cast<uint32_t>(std::strtoul(f[5].c_str(), nullptr, 16));
   if (f[3].size() != 32 || std::strtoul(f[6].c_str(), nullptr, 10) < o_.size)
     return std::fprintf(stderr, "peer: bad QP line %s\n", line.c_str()), 1;
-  std::string err;
-  if (!Connect(rqpn, rpsn, my_psn, wire::IpAddr::FromV6(rgid), &err)) return std::fprintf(stderr, "%s\n", err.c_str()), 1;
+  tools::QpConnectParams cp;
+  cp.peer = wire::IpAddr::FromV6(rgid);
+  cp.attr.path_mtu = o_.mtu;
+  cp.attr.dest_qpn = rqpn;
+  cp.attr.rq_psn = rpsn;
+  cp.attr.sq_psn = my_psn;
+  cp.attr.max_dest_rd_atomic = 4;
+  cp.attr.max_rd_atomic = 4;
+  cp.attr.min_rnr_timer = pp::kMinRnrTimer;
+  cp.attr.timeout = pp::kTimeout;
+  cp.attr.retry_cnt = pp::kRetryCnt;
+  cp.attr.rnr_retry = pp::kRnrRetry;
+  if (auto s = tools::ConnectQp(*eng_, qp_, cp); !s.ok())
+    return std::fprintf(stderr, "%s\n", std::string(s.message()).c_str()), 1;
   std::printf("connected: our qpn 0x%06x, peer qpn 0x%06x, peer region 0x%016llx rkey 0x%08x, %u bytes\n",
               qp_->qpn(), rqpn, static_cast<unsigned long long>(raddr), rkey, o_.size);
 
@@ -355,9 +318,7 @@ int Rdma::Run() {
     Step("the peer's region untouched by it", a == "OK", a);
   }
   ctl_.Send("BYE");
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-       std::chrono::steady_clock::now() < until;)
-    eng_->Poll();
+  tools::PollFor(*eng_, std::chrono::milliseconds(100));
   {
     absl::MutexLock l(&eng_->mu());
     const rc::QpCounters& k = qp_->counters;
@@ -375,29 +336,23 @@ int Rdma::Run() {
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
-  static const option kLong[] = {
+  std::vector<option> opts = {
       {"port", required_argument, nullptr, 'p'},    {"size", required_argument, nullptr, 's'},
       {"mtu", required_argument, nullptr, 'm'},     {"bad-key", required_argument, nullptr, 'b'},
-      {"profile", required_argument, nullptr, 1},   {"iface", required_argument, nullptr, 2},
-      {"ip", required_argument, nullptr, 3},        {"set", required_argument, nullptr, 4},
-      {"capture", required_argument, nullptr, 5},   {"timeout", required_argument, nullptr, 6},
-      {"rounds", required_argument, nullptr, 7},    {nullptr, 0, nullptr, 0}};
+      {"timeout", required_argument, nullptr, 6},   {"rounds", required_argument, nullptr, 7}};
+  tools::AddHostLongOptions(&opts);
   for (;;) {
-    const int c = getopt_long(argc, argv, "p:s:m:b:", kLong, nullptr);
+    const int c = getopt_long(argc, argv, "p:s:m:b:", opts.data(), nullptr);
     if (c == -1) break;
     switch (c) {
       case 'p': o->port = static_cast<uint16_t>(std::strtoul(optarg, nullptr, 0)); break;
       case 's': o->size = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       case 'm': o->mtu = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       case 'b': o->bad_key = optarg; break;
-      case 1: o->profile = optarg; break;
-      case 2: o->iface = optarg; break;
-      case 3: o->ip = optarg; break;
-      case 4: o->overrides.push_back(optarg); break;
-      case 5: o->capture = optarg; break;
       case 6: o->timeout_s = std::atoi(optarg); break;
       case 7: o->rounds = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      default: return false;
+      default:
+        if (!tools::ParseHostOption(c, optarg, &o->host)) return false;
     }
   }
   if (optind != argc - 1) return false;

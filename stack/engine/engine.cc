@@ -20,14 +20,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   if (!port) return absl::InvalidArgumentError("no port");
   std::unique_ptr<Engine> e(new Engine(port, opts));
   e->rc_ = std::make_unique<rc::RcDevice>(opts.rc, e.get());
-  cm::NeighborConfig nc;
+  neighbor::NeighborConfig nc;
   nc.mac = port->mac();
   if (port->ipv4()) nc.addrs.push_back(port->ipv4()->addr);
   if (port->ipv6()) nc.addrs.push_back(port->ipv6()->addr);
   if (nc.addrs.empty()) return absl::FailedPreconditionError("the port profile has no IP address");
   nc.retry_interval_ns = opts.arp_retry_ns;
   nc.max_retries = opts.arp_retries;
-  e->neighbors_ = std::make_unique<cm::NeighborTable>(nc);
+  e->neighbors_ = std::make_unique<neighbor::NeighborTable>(nc);
   e->tx_.reserve(opts.burst);
   e->scratch_.resize(16384);
   e->tsc0_ = rte_get_tsc_cycles();
@@ -208,8 +208,8 @@ void Engine::HandleRx(rte_mbuf* m, uint64_t now) {
     frame = ByteSpan(scratch_.data(), n);
     counters_.rx_linearized++;
   }
-  const cm::FrameKind k = cm::ClassifyNeighborFrame(frame);
-  if (k != cm::FrameKind::kOther) {
+  const neighbor::FrameKind k = neighbor::ClassifyNeighborFrame(frame);
+  if (k != neighbor::FrameKind::kOther) {
     counters_.rx_arp_ndp++;
     neighbors_->HandleFrame(frame, now, [this](ByteSpan f) { SendRaw(f); });
     return;
@@ -305,12 +305,12 @@ absl::StatusOr<MacAddr> Engine::Resolve(const IpAddr& peer, uint64_t timeout_ns)
   for (;;) {
     {
       absl::MutexLock l(&mu_);
-      const cm::LookupResult r = neighbors_->Lookup(peer, NowNs(), [this](ByteSpan f) { SendRaw(f); });
+      const neighbor::LookupResult r = neighbors_->Lookup(peer, NowNs(), [this](ByteSpan f) { SendRaw(f); });
       FlushTx();
-      if (r.status == cm::ResolveStatus::kResolved) return r.mac;
-      if (r.status == cm::ResolveStatus::kFailed)
+      if (r.status == neighbor::ResolveStatus::kResolved) return r.mac;
+      if (r.status == neighbor::ResolveStatus::kFailed)
         return absl::NotFoundError(absl::StrCat("no ARP/NDP answer from ", peer.ToString()));
-      if (r.status == cm::ResolveStatus::kNoResources)
+      if (r.status == neighbor::ResolveStatus::kNoResources)
         return absl::ResourceExhaustedError("neighbour table full");
     }
     if (NowNs() > deadline) return absl::DeadlineExceededError(absl::StrCat("resolving ", peer.ToString()));

@@ -1,5 +1,5 @@
 // The poll-mode engine: glues one DPDK port (stack/port) to the protocol
-// (stack/rc, stack/cm). One pass of Poll():
+// (stack/rc, stack/neighbor). One pass of Poll():
 //   RX burst → classify (ARP / NDP → neighbours; IPv4/IPv6 UDP 4791 → RC
 //   device, where the QP is found by destination QPN as an array index;
 //   anything else counted and dropped) → timers (RC retransmit/RNR,
@@ -29,7 +29,7 @@
 #include <absl/status/statusor.h>
 #include <absl/synchronization/mutex.h>
 
-#include "stack/cm/neighbor.h"
+#include "stack/neighbor/neighbor.h"
 #include "stack/port/port.h"
 #include "stack/rc/device.h"
 
@@ -63,7 +63,7 @@ class Engine : public rc::PacketSink {
 
   absl::Mutex& mu() { return mu_; }
   rc::RcDevice& rc() { return *rc_; }
-  cm::NeighborTable& neighbors() { return *neighbors_; }
+  neighbor::NeighborTable& neighbors() { return *neighbors_; }
   port::Port& port() { return *port_; }
 
   // One pass of the loop. Returns frames received + sent.
@@ -106,7 +106,7 @@ class Engine : public rc::PacketSink {
   EngineOptions opts_;
   absl::Mutex mu_;
   std::unique_ptr<rc::RcDevice> rc_;
-  std::unique_ptr<cm::NeighborTable> neighbors_;
+  std::unique_ptr<neighbor::NeighborTable> neighbors_;
   std::vector<rte_mbuf*> tx_;
   std::vector<uint8_t> scratch_;
   EngineCounters counters_;

@@ -3,7 +3,7 @@
 // link-layer address options, the ICMPv6 checksum over the IPv6 pseudo-header,
 // solicited-node multicast addresses and their 33:33:xx:xx:xx:xx MACs, and a
 // whole-frame parser that applies every validity check of RFC 4861 §7.1.1 and
-// §7.1.2. Pure: no DPDK, no clock. The neighbour table (stack/cm/neighbor.h)
+// §7.1.2. Pure: no DPDK, no clock. The neighbour table (stack/neighbor/neighbor.h)
 // decides what to do with a valid message.
 #pragma once
 

@@ -15,6 +15,7 @@
 #include "stack/wire/packet.h"
 #include "tests/port/port_test_env.h"
 #include "tests/support/test_support.h"
+#include "tools/lib/two_stacks.h"
 
 namespace roce::engine {
 namespace {
@@ -24,150 +25,57 @@ using rc::Sge;
 using rc::Status;
 using rc::WrOp;
 
-port::PortProfile RingSide(const std::string& ring, bool b) {
-  port::PortProfile p;
-  p.driver = "net_ring";
-  p.ring = ring;
-  p.ring_side = b ? port::RingSide::kB : port::RingSide::kA;
-  p.mtu = 4200;
-  p.mbufs = 16383;
-  p.mbuf_data_room = 2048;
-  EXPECT_TRUE(port::SetAddress(&p, b ? "10.0.0.2/24" : "10.0.0.1/24").ok());
-  EXPECT_TRUE(port::SetAddress(&p, b ? "fd00::2/64" : "fd00::1/64").ok());
-  wire::MacAddr mac;
-  wire::MacAddr::FromString(b ? "02:00:00:00:00:02" : "02:00:00:00:00:01", &mac);
-  p.mac = mac;
-  return p;
-}
-
-struct Host {
-  std::unique_ptr<port::Port> port;
-  std::unique_ptr<Engine> eng;
-  std::unique_ptr<rc::CompletionQueue> scq, rcq;
-  rc::QueuePair* qp = nullptr;
-  std::vector<Completion> Poll(rc::CompletionQueue& cq) {
-    std::vector<Completion> v(64);
-    v.resize(cq.Poll(v.data(), 64));
-    return v;
-  }
-};
-
 class EngineRing : public ::testing::Test {
  protected:
-  void Open(const std::string& ring, const port::FaultConfig* faults = nullptr) {
-    for (int i = 0; i < 2; i++) {
-      port::PortProfile p = RingSide(ring, i == 1);
-      if (faults) p.faults = *faults;
-      auto port = port::Port::Open(p);
-      ASSERT_TRUE(port.ok()) << port.status();
-      h[i].port = std::move(*port);
-      EngineOptions o;
-      o.rc.mem_seed = 5 + i;
-      o.arp_retry_ns = 20'000'000;
-      auto e = Engine::Create(h[i].port.get(), o);
-      ASSERT_TRUE(e.ok()) << e.status();
-      h[i].eng = std::move(*e);
-      h[i].scq = std::make_unique<rc::CompletionQueue>(1024);
-      h[i].rcq = std::make_unique<rc::CompletionQueue>(1024);
-    }
+  // The two stacks of the tools (tools/lib/two_stacks.h) over the net_ring
+  // `ring`: each side's MAC resolved over the ring (real ARP/NDP), one QP each
+  // connected. Side a is h(0), side b h(1).
+  static tools::TwoStacksOptions Options(const std::string& ring, bool ipv6 = false, uint32_t mtu = 4096) {
+    tools::TwoStacksOptions o;
+    o.ring = ring;
+    o.ipv6 = ipv6;
+    o.path_mtu = mtu;
+    o.mem_seed = 5;
+    o.cq_depth = 1024;
+    o.caps.sq_depth = 64;
+    o.caps.rq_depth = 64;
+    o.caps.max_send_sge = 4;
+    return o;
   }
-  void TearDown() override {
-    for (Host& x : h) {
-      if (x.eng) {
-        x.eng->Stop();
-        absl::MutexLock l(&x.eng->mu());
-        if (x.qp) x.eng->DestroyQp(x.qp);
-      }
-      x.eng.reset();
-      x.port.reset();
-    }
+  void Open(const tools::TwoStacksOptions& o) {
+    auto t = tools::TwoStacks::Open(o);
+    ASSERT_TRUE(t.ok()) << t.status();
+    ts_ = std::move(*t);
+    // The path each QP was given carries the other side's MAC, as resolved.
+    EXPECT_EQ(h(0).qp->attr().path.eth.dst, h(1).port->mac());
+    EXPECT_EQ(h(1).qp->attr().path.eth.dst, h(0).port->mac());
   }
-  // Resolves each other's MAC over the ring (real ARP/NDP) and connects one QP each.
-  void Connect(bool ipv6, uint32_t mtu = 4096) {
-    wire::IpAddr ip[2];
-    for (int i = 0; i < 2; i++) ip[i] = *h[i].eng->LocalIp(ipv6);
-    wire::MacAddr mac[2];
-    // Resolution needs the other side polled too: resolve with a poller thread on the peer.
-    for (int i = 0; i < 2; i++) {
-      ASSERT_TRUE(h[1 - i].eng->Start().ok());
-      auto m = h[i].eng->Resolve(ip[1 - i], 2'000'000'000);
-      h[1 - i].eng->Stop();
-      ASSERT_TRUE(m.ok()) << m.status();
-      mac[1 - i] = *m;
-    }
-    EXPECT_EQ(mac[1], h[1].port->mac());
-    EXPECT_EQ(mac[0], h[0].port->mac());
-    rc::QpCaps caps;
-    caps.sq_depth = 64;
-    caps.rq_depth = 64;
-    caps.max_send_sge = 4;
-    for (int i = 0; i < 2; i++) {
-      absl::MutexLock l(&h[i].eng->mu());
-      h[i].qp = h[i].eng->CreateQp(caps, h[i].scq.get(), h[i].rcq.get(), nullptr, 100 + i);
-      ASSERT_NE(h[i].qp, nullptr);
-    }
-    for (int i = 0; i < 2; i++) {
-      absl::MutexLock l(&h[i].eng->mu());
-      rc::QpAttr a;
-      a.path_mtu = mtu;
-      a.dest_qpn = h[1 - i].qp->qpn();
-      a.sq_psn = 1000 + i * 5000;
-      a.rq_psn = 1000 + (1 - i) * 5000;
-      a.timeout = 12;  // ~16 ms
-      auto path = h[i].eng->PathTo(ip[1 - i], mac[1 - i]);
-      ASSERT_TRUE(path.ok()) << path.status();
-      a.path = *path;
-      ASSERT_TRUE(h[i].qp->ToInit());
-      ASSERT_TRUE(h[i].qp->ToRtr(a));
-    }
-    for (int i = 0; i < 2; i++) {
-      absl::MutexLock l(&h[i].eng->mu());
-      ASSERT_TRUE(h[i].qp->ToRts(h[i].eng->NowNs()));
-    }
-  }
-  // Polls both engines until `n` completions are in `cq` (or ~10 s).
-  std::vector<Completion> WaitFor(rc::CompletionQueue& cq, size_t n) {
-    std::vector<Completion> out;
-    const uint64_t t0 = h[0].eng->NowNs();
-    while (out.size() < n && h[0].eng->NowNs() - t0 < 10'000'000'000ull) {
-      for (Host& x : h)
-        if (!x.eng->running()) x.eng->Poll();
-      Completion c[16];
-      const uint32_t k = cq.Poll(c, 16);
-      out.insert(out.end(), c, c + k);
-    }
-    return out;
-  }
-  mem::RegionInfo Reg(Host& x, std::vector<uint8_t>& b, uint32_t access) {
-    absl::MutexLock l(&x.eng->mu());
-    mem::RegionInfo r;
-    EXPECT_EQ(x.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(b.data()), b.size(),
-                                                  access, &r),
-              mem::Result::kOk);
+  void TearDown() override { ts_.reset(); }
+  tools::TwoStacks::Side& h(int i) { return i ? ts_->b() : ts_->a(); }
+  // Polls both engines (those not running their own thread) until `n` completions are in `cq` (or ~10 s).
+  std::vector<Completion> WaitFor(rc::CompletionQueue& cq, size_t n) { return ts_->Wait(cq, n); }
+  mem::RegionInfo Reg(tools::TwoStacks::Side& x, std::vector<uint8_t>& b, uint32_t access) {
+    mem::Result res;
+    const mem::RegionInfo r = ts_->Register(x, b.data(), b.size(), access, &res);
+    EXPECT_EQ(res, mem::Result::kOk);
     return r;
   }
-  rc::PostResult Post(Host& x, const rc::SendWr& w) {
-    absl::MutexLock l(&x.eng->mu());
-    return x.qp->PostSend(w);
-  }
-  rc::PostResult PostRecv(Host& x, const rc::RecvWr& w) {
-    absl::MutexLock l(&x.eng->mu());
-    return x.qp->PostRecv(w);
-  }
+  rc::PostResult Post(tools::TwoStacks::Side& x, const rc::SendWr& w) { return ts_->Post(x, w); }
+  rc::PostResult PostRecv(tools::TwoStacks::Side& x, const rc::RecvWr& w) { return ts_->PostRecv(x, w); }
   // Send, Write, Read and SendWithInvalidate of `size` bytes from a to b, checked byte for byte.
   void RunAllOps(uint32_t size) {
     const size_t cap = size ? size : 1;  // a region cannot be empty
     std::vector<uint8_t> src(cap), recv(size + 16), target(cap), sink(cap);
     for (size_t i = 0; i < size; i++) src[i] = static_cast<uint8_t>(i * 13 + size);
-    auto sr = Reg(h[0], src, 0);
-    auto kr = Reg(h[0], sink, mem::kLocalWrite);
-    auto rr = Reg(h[1], recv, mem::kLocalWrite);
-    auto tr = Reg(h[1], target, mem::kLocalWrite | mem::kRemoteRead | mem::kRemoteWrite);
+    auto sr = Reg(h(0), src, 0);
+    auto kr = Reg(h(0), sink, mem::kLocalWrite);
+    auto rr = Reg(h(1), recv, mem::kLocalWrite);
+    auto tr = Reg(h(1), target, mem::kLocalWrite | mem::kRemoteRead | mem::kRemoteWrite);
     // A window over the target for SendWithInvalidate, bound through b's QP.
     uint32_t mw, tok;
     {
-      absl::MutexLock l(&h[1].eng->mu());
-      mem::MemoryTable& m = h[1].eng->rc().memory();
+      absl::MutexLock l(&h(1).eng->mu());
+      mem::MemoryTable& m = h(1).eng->rc().memory();
       ASSERT_EQ(m.CreateWindow(&mw), mem::Result::kOk);
       tok = m.AllocateWindowToken(mw);
     }
@@ -179,48 +87,48 @@ class EngineRing : public ::testing::Test {
     bind.bind_length = size ? size : 1;
     bind.bind_access = mem::kRemoteRead;
     bind.bind_token = tok;
-    ASSERT_EQ(Post(h[1], bind), rc::PostResult::kOk);
-    auto bc = WaitFor(*h[1].scq, 1);
+    ASSERT_EQ(Post(h(1), bind), rc::PostResult::kOk);
+    auto bc = WaitFor(*h(1).scq, 1);
     ASSERT_EQ(bc.size(), 1u);
     ASSERT_EQ(bc[0].status, Status::kSuccess);
 
     Sge rs{reinterpret_cast<uint64_t>(recv.data()), size + 16, rr.local_token};
     rc::RecvWr r1{1, &rs, 1};
-    ASSERT_EQ(PostRecv(h[1], r1), rc::PostResult::kOk);
+    ASSERT_EQ(PostRecv(h(1), r1), rc::PostResult::kOk);
     Sge ss{reinterpret_cast<uint64_t>(src.data()), size, sr.local_token};
     rc::SendWr w;
     w.sge = &ss;
     w.num_sge = 1;
     w.context = 10;
     w.op = WrOp::kSend;
-    ASSERT_EQ(Post(h[0], w), rc::PostResult::kOk);
+    ASSERT_EQ(Post(h(0), w), rc::PostResult::kOk);
     w.context = 11;
     w.op = WrOp::kWrite;
     w.remote_addr = reinterpret_cast<uint64_t>(target.data());
     w.rkey = tr.remote_token;
-    ASSERT_EQ(Post(h[0], w), rc::PostResult::kOk);
+    ASSERT_EQ(Post(h(0), w), rc::PostResult::kOk);
     Sge ks{reinterpret_cast<uint64_t>(sink.data()), size, kr.local_token};
     rc::SendWr rd = w;
     rd.context = 12;
     rd.op = WrOp::kRead;
     rd.sge = &ks;
     rd.rkey = tok;  // through the window
-    ASSERT_EQ(Post(h[0], rd), rc::PostResult::kOk);
+    ASSERT_EQ(Post(h(0), rd), rc::PostResult::kOk);
     rc::RecvWr r2{2, &rs, 1};
-    ASSERT_EQ(PostRecv(h[1], r2), rc::PostResult::kOk);
+    ASSERT_EQ(PostRecv(h(1), r2), rc::PostResult::kOk);
     rc::SendWr inv = w;
     inv.context = 13;
     inv.op = WrOp::kSendWithInvalidate;
     inv.invalidate_rkey = tok;
     inv.flags = rc::kReadFence;
-    ASSERT_EQ(Post(h[0], inv), rc::PostResult::kOk);
-    auto sc = WaitFor(*h[0].scq, 4);
+    ASSERT_EQ(Post(h(0), inv), rc::PostResult::kOk);
+    auto sc = WaitFor(*h(0).scq, 4);
     ASSERT_EQ(sc.size(), 4u);
     for (size_t i = 0; i < 4; i++) {
       EXPECT_EQ(sc[i].status, Status::kSuccess) << i << " " << rc::CauseName(sc[i].cause);
       EXPECT_EQ(sc[i].request_context, 10 + i);
     }
-    auto rcv = WaitFor(*h[1].rcq, 2);
+    auto rcv = WaitFor(*h(1).rcq, 2);
     ASSERT_EQ(rcv.size(), 2u);
     EXPECT_EQ(rcv[0].bytes, size);
     EXPECT_FALSE(rcv[0].with_inv);
@@ -230,51 +138,48 @@ class EngineRing : public ::testing::Test {
     EXPECT_EQ(0, memcmp(src.data(), target.data(), size));
     EXPECT_EQ(0, memcmp(src.data(), sink.data(), size));
     {  // the window was invalidated remotely
-      absl::MutexLock l(&h[1].eng->mu());
-      EXPECT_NE(h[1].eng->rc().memory().CheckRemote(tok, reinterpret_cast<uint64_t>(target.data()), 1,
+      absl::MutexLock l(&h(1).eng->mu());
+      EXPECT_NE(h(1).eng->rc().memory().CheckRemote(tok, reinterpret_cast<uint64_t>(target.data()), 1,
                                                     mem::kRemoteRead),
                 mem::Result::kOk);
-      h[1].eng->rc().memory().DestroyWindow(mw);
-      for (auto* reg : {&rr, &tr}) h[1].eng->rc().memory().DeregisterRegion(reg->handle);
+      h(1).eng->rc().memory().DestroyWindow(mw);
+      for (auto* reg : {&rr, &tr}) h(1).eng->rc().memory().DeregisterRegion(reg->handle);
     }
-    absl::MutexLock l(&h[0].eng->mu());
-    for (auto* reg : {&sr, &kr}) h[0].eng->rc().memory().DeregisterRegion(reg->handle);
+    absl::MutexLock l(&h(0).eng->mu());
+    for (auto* reg : {&sr, &kr}) h(0).eng->rc().memory().DeregisterRegion(reg->handle);
   }
-  Host h[2];
+  std::unique_ptr<tools::TwoStacks> ts_;
 };
 
 TEST_F(EngineRing, ArpAndNdpResolveOverTheRing) {
-  Open("eng_arp");
-  Connect(false);
-  const auto& n0 = h[0].eng->neighbors().counters();
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_arp")));
+  const auto& n0 = h(0).eng->neighbors().counters();
   EXPECT_GE(n0.arp_requests_tx, 1u);
-  EXPECT_GE(h[1].eng->neighbors().counters().arp_replies_tx, 1u);
+  EXPECT_GE(h(1).eng->neighbors().counters().arp_replies_tx, 1u);
 }
 
 TEST_F(EngineRing, AllOperationsUpTo1MBInChainedMbufs) {
-  Open("eng_ops");
-  Connect(false);
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_ops")));
   for (uint32_t size : {0u, 1u, 4096u, 4097u, 65536u, 1u << 20}) {
     SCOPED_TRACE(size);
     RunAllOps(size);
   }
   // Every 4 KB frame took two or more mbufs each way.
-  EXPECT_GT(h[1].eng->counters().rx_linearized, 100u);
-  EXPECT_EQ(h[0].eng->rc().counters.IcrcErrors(), 0u);
-  EXPECT_EQ(h[1].eng->rc().counters.IcrcErrors(), 0u);
-  EXPECT_EQ(h[0].qp->counters.retransmits, 0u);
+  EXPECT_GT(h(1).eng->counters().rx_linearized, 100u);
+  EXPECT_EQ(h(0).eng->rc().counters.IcrcErrors(), 0u);
+  EXPECT_EQ(h(1).eng->rc().counters.IcrcErrors(), 0u);
+  EXPECT_EQ(h(0).qp->counters.retransmits, 0u);
 }
 
 // Telemetry exports every per-QP counter (the list in rc/qp.h), with its value.
 TEST_F(EngineRing, TelemetryExportsEveryQpCounter) {
-  Open("eng_tel");
-  Connect(false);
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_tel")));
   RunAllOps(4096);
-  absl::MutexLock l(&h[0].eng->mu());
-  auto v = port::QueryTelemetry("qp", h[0].qp->qpn());
+  absl::MutexLock l(&h(0).eng->mu());
+  auto v = port::QueryTelemetry("qp", h(0).qp->qpn());
   ASSERT_TRUE(v.ok()) << v.status();
   size_t n = 0;
-  h[0].qp->counters.ForEach([&](const char* name, uint64_t value) {
+  h(0).qp->counters.ForEach([&](const char* name, uint64_t value) {
     n++;
     auto it = v->u64.find(name);
     ASSERT_NE(it, v->u64.end()) << name << " is not exported";
@@ -286,19 +191,18 @@ TEST_F(EngineRing, TelemetryExportsEveryQpCounter) {
 }
 
 TEST_F(EngineRing, Ipv6) {
-  Open("eng_v6");
-  Connect(true, 1024);
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_v6", true, 1024)));
   RunAllOps(100000);
-  EXPECT_GT(h[0].eng->neighbors().counters().ns_tx, 0u);
+  EXPECT_GT(h(0).eng->neighbors().counters().ns_tx, 0u);
 }
 
 TEST_F(EngineRing, CaptureDecodesAndVerifies) {
-  Open("eng_cap");
   const std::string path = roce::testing::OutputDir("engine") + "/ring-capture.pcap";
-  ASSERT_TRUE(h[0].port->StartCapture(path).ok());
-  Connect(false);
+  tools::TwoStacksOptions o = Options("eng_cap");
+  o.capture_a = path;  // from before the ARP exchange
+  ASSERT_NO_FATAL_FAILURE(Open(o));
   RunAllOps(10000);
-  h[0].port->StopCapture();
+  h(0).port->StopCapture();
   std::string out;
   ASSERT_EQ(roce::testing::Run(std::string(ROCE_BUILD_DIR) + "/tools/roce-pcap check " + path, &out), 0) << out;
   auto lines = roce::testing::Lines(out);
@@ -318,24 +222,25 @@ TEST_F(EngineRing, RecoversFromLossInjectedByThePort) {
   f.seed = 3;
   f.rx.drop = 0.02;
   f.tx.drop = 0.02;
-  Open("eng_loss", &f);
-  Connect(false, 1024);
+  tools::TwoStacksOptions o = Options("eng_loss", false, 1024);
+  o.faults = f;
+  o.faults_b = f;
+  ASSERT_NO_FATAL_FAILURE(Open(o));
   for (int i = 0; i < 3; i++) RunAllOps(200000);
-  uint64_t retrans = h[0].qp->counters.retransmits + h[1].qp->counters.retransmits;
-  uint64_t naks = h[0].qp->counters.seq_naks_received + h[0].qp->counters.implied_naks +
-                  h[0].qp->counters.timeouts;
+  uint64_t retrans = h(0).qp->counters.retransmits + h(1).qp->counters.retransmits;
+  uint64_t naks = h(0).qp->counters.seq_naks_received + h(0).qp->counters.implied_naks +
+                  h(0).qp->counters.timeouts;
   EXPECT_GT(retrans, 0u);
   EXPECT_GT(naks, 0u);
-  EXPECT_GT(h[0].port->Stats().tx_faults.dropped + h[0].port->Stats().rx_faults.dropped, 0u);
+  EXPECT_GT(h(0).port->Stats().tx_faults.dropped + h(0).port->Stats().rx_faults.dropped, 0u);
 }
 
 TEST_F(EngineRing, DedicatedPollingThread) {
-  Open("eng_thread");
-  Connect(false);
-  ASSERT_TRUE(h[1].eng->Start().ok());
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_thread")));
+  ASSERT_TRUE(h(1).eng->Start().ok());
   RunAllOps(300000);
-  h[1].eng->Stop();
-  EXPECT_GT(h[1].eng->counters().polls, 10u);
+  h(1).eng->Stop();
+  EXPECT_GT(h(1).eng->counters().polls, 10u);
 }
 
 }  // namespace

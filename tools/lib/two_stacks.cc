@@ -19,21 +19,17 @@ absl::StatusOr<std::unique_ptr<TwoStacks>> TwoStacks::Open(const TwoStacksOption
     wire::MacAddr mac;
     wire::MacAddr::FromString(i ? "02:00:00:00:00:02" : "02:00:00:00:00:01", &mac);
     p.mac = mac;
-    if (i == 0) {
-      p.capture = o.capture_a;
-      p.faults = o.faults;
-    }
-    auto port = port::Port::Open(p);
-    if (!port.ok()) return port.status();
-    t->s_[i].port = std::move(*port);
+    p.faults = i ? o.faults_b : o.faults;
+    if (i == 0) p.capture = o.capture_a;
     engine::EngineOptions eo;
     eo.rc.tuning = o.tuning;
+    if (o.mem_seed) eo.rc.mem_seed = o.mem_seed + i;
     eo.arp_retry_ns = 20'000'000;
-    auto e = engine::Engine::Create(t->s_[i].port.get(), eo);
-    if (!e.ok()) return e.status();
-    t->s_[i].eng = std::move(*e);
-    t->s_[i].scq = std::make_unique<rc::CompletionQueue>(4096);
-    t->s_[i].rcq = std::make_unique<rc::CompletionQueue>(4096);
+    auto h = OpenStackHost(p, eo);
+    if (!h.ok()) return h.status();
+    static_cast<StackHost&>(t->s_[i]) = std::move(*h);
+    t->s_[i].scq = std::make_unique<rc::CompletionQueue>(o.cq_depth);
+    t->s_[i].rcq = std::make_unique<rc::CompletionQueue>(o.cq_depth);
   }
   if (auto s = t->Connect(o); !s.ok()) return s;
   return t;
@@ -53,43 +49,36 @@ TwoStacks::~TwoStacks() {
 }
 
 absl::Status TwoStacks::Connect(const TwoStacksOptions& o) {
-  wire::IpAddr ip[2];
-  wire::MacAddr mac[2];
-  for (int i = 0; i < 2; i++) ip[i] = *s_[i].eng->LocalIp(o.ipv6);
-  for (int i = 0; i < 2; i++) {
-    // The other side answers ARP/NDP from its own polling thread meanwhile.
-    if (auto st = s_[1 - i].eng->Start(); !st.ok()) return st;
-    auto m = s_[i].eng->Resolve(ip[1 - i], 2'000'000'000ull);
-    s_[1 - i].eng->Stop();
-    if (!m.ok()) return m.status();
-    mac[1 - i] = *m;
-  }
   for (int i = 0; i < 2; i++) {
     absl::MutexLock l(&s_[i].eng->mu());
     s_[i].qp = s_[i].eng->CreateQp(o.caps, s_[i].scq.get(), s_[i].rcq.get(), nullptr, 100 + i);
     if (!s_[i].qp || !s_[i].qp->ToInit()) return absl::InternalError("cannot create a QP");
   }
   for (int i = 0; i < 2; i++) {
-    absl::MutexLock l(&s_[i].eng->mu());
-    rc::QpAttr a;
-    a.path_mtu = o.path_mtu;
-    a.dest_qpn = s_[1 - i].qp->qpn();
-    a.sq_psn = 0x100 + 0x1000 * i;
-    a.rq_psn = 0x100 + 0x1000 * (1 - i);
-    a.timeout = 12;
-    auto path = s_[i].eng->PathTo(ip[1 - i], mac[1 - i]);
-    if (!path.ok()) return path.status();
-    a.path = *path;
-    if (!s_[i].qp->ToRtr(a)) return absl::InternalError("QP to RTR");
-  }
-  for (int i = 0; i < 2; i++) {
-    absl::MutexLock l(&s_[i].eng->mu());
-    if (!s_[i].qp->ToRts(s_[i].eng->NowNs())) return absl::InternalError("QP to RTS");
+    QpConnectParams c;
+    c.peer = *s_[1 - i].eng->LocalIp(o.ipv6);
+    c.resolve_timeout_ns = 2'000'000'000ull;
+    c.attr.path_mtu = o.path_mtu;
+    c.attr.dest_qpn = s_[1 - i].qp->qpn();
+    c.attr.sq_psn = 0x100 + 0x1000 * i;
+    c.attr.rq_psn = 0x100 + 0x1000 * (1 - i);
+    c.attr.timeout = 12;
+    // The other side answers ARP/NDP from its own polling thread meanwhile.
+    if (auto st = s_[1 - i].eng->Start(); !st.ok()) return st;
+    const absl::Status st = ConnectQp(*s_[i].eng, s_[i].qp, c);
+    s_[1 - i].eng->Stop();
+    if (!st.ok()) return st;
   }
   return absl::OkStatus();
 }
 
-size_t TwoStacks::PollBoth() { return s_[0].eng->Poll() + s_[1].eng->Poll(); }
+size_t TwoStacks::PollBoth() {
+  size_t n = 0;
+  for (Side& s : s_)
+    if (!s.eng->running()) n += s.eng->Poll();
+  return n;
+}
+
 
 std::vector<rc::Completion> TwoStacks::Wait(rc::CompletionQueue& cq, size_t n, uint64_t timeout_ns) {
   std::vector<rc::Completion> out;
@@ -103,10 +92,11 @@ std::vector<rc::Completion> TwoStacks::Wait(rc::CompletionQueue& cq, size_t n, u
   return out;
 }
 
-mem::RegionInfo TwoStacks::Register(Side& s, void* p, size_t len, uint32_t access) {
+mem::RegionInfo TwoStacks::Register(Side& s, void* p, size_t len, uint32_t access, mem::Result* result) {
   absl::MutexLock l(&s.eng->mu());
   mem::RegionInfo r{};
-  s.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(p), len, access, &r);
+  const mem::Result res = s.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(p), len, access, &r);
+  if (result) *result = res;
   return r;
 }
 

@@ -1,7 +1,9 @@
 // Two complete stacks (port + engine + one connected RC QP each) in one
-// process over an in-process net_ring pair: what the demo and the engine
-// benchmark run on. Addresses 10.0.0.1 / 10.0.0.2 (fd00::1 / fd00::2); MACs
-// are learned by real ARP/NDP over the ring. The EAL must be initialized.
+// process over an in-process net_ring pair: what the demo, the engine tests
+// and the engine benchmark run on. Addresses 10.0.0.1 / 10.0.0.2 (fd00::1 /
+// fd00::2), MACs 02:00:00:00:00:01 / :02, learned by real ARP/NDP over the
+// ring. Each side is brought up and its QP connected the way the tools do it
+// (tools/lib/stack_host.h). The EAL must be initialized.
 #pragma once
 
 #include <memory>
@@ -11,6 +13,7 @@
 #include <absl/status/status.h>
 
 #include "stack/engine/engine.h"
+#include "tools/lib/stack_host.h"
 
 namespace roce::tools {
 
@@ -20,18 +23,19 @@ struct TwoStacksOptions {
   uint16_t port_mtu = 4200;
   uint16_t mbuf_data_room = 2048;  // < a 4 KB frame: data frames are mbuf chains
   uint32_t mbufs = 16383;
-  bool ipv6 = false;
+  bool ipv6 = false;               // connect the QPs over IPv6
   std::string capture_a;           // pcap of everything side a sends and receives
   port::FaultConfig faults;        // applied to side a (both directions)
+  port::FaultConfig faults_b;      // applied to side b (both directions)
+  uint64_t mem_seed = 0;           // != 0: side a's memory keys from mem_seed, b's from mem_seed + 1
+  uint32_t cq_depth = 4096;
   rc::QpCaps caps;
   rc::QpTuning tuning;
 };
 
 class TwoStacks {
  public:
-  struct Side {
-    std::unique_ptr<port::Port> port;
-    std::unique_ptr<engine::Engine> eng;
+  struct Side : StackHost {  // port, eng
     std::unique_ptr<rc::CompletionQueue> scq, rcq;
     rc::QueuePair* qp = nullptr;
   };
@@ -40,12 +44,13 @@ class TwoStacks {
 
   Side& a() { return s_[0]; }
   Side& b() { return s_[1]; }
-  // One poll pass of both engines (inline mode).
+  // One poll pass of both engines (inline mode); an engine running its own
+  // polling thread (Start) is left to it.
   size_t PollBoth();
   // Polls both until `cq` holds `n` completions, then returns them (or fewer after `timeout_ns`).
   std::vector<rc::Completion> Wait(rc::CompletionQueue& cq, size_t n, uint64_t timeout_ns = 10'000'000'000ull);
-  // Registers `len` bytes at `p` on a side (engine lock taken).
-  mem::RegionInfo Register(Side& s, void* p, size_t len, uint32_t access);
+  // Registers `len` bytes at `p` on a side (engine lock taken); the outcome in *result if given.
+  mem::RegionInfo Register(Side& s, void* p, size_t len, uint32_t access, mem::Result* result = nullptr);
   void Deregister(Side& s, const mem::RegionInfo& r);
   rc::PostResult Post(Side& s, const rc::SendWr& w);
   rc::PostResult PostRecv(Side& s, const rc::RecvWr& w);

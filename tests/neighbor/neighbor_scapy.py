@@ -9,7 +9,7 @@
              them with scapy, and checks every field and checksum against what
              RFC 826 / RFC 4861 say a host must send. Exit status 0 if all good.
 
-Driven by tests/cm/scapy_test.cc, which feeds the inputs to roce::cm::NeighborTable.
+Driven by tests/neighbor/scapy_test.cc, which feeds the inputs to roce::neighbor::NeighborTable.
 """
 import sys
 

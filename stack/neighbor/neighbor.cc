@@ -1,4 +1,4 @@
-#include "stack/cm/neighbor.h"
+#include "stack/neighbor/neighbor.h"
 
 #include <bit>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "stack/wire/ndp.h"
 
-namespace roce::cm {
+namespace roce::neighbor {
 
 using wire::ArpPacket;
 using wire::Error;
@@ -564,4 +564,4 @@ std::optional<NeighborInfo> NeighborTable::Find(const IpAddr& ip) const {
   return NeighborInfo{e.state, e.mac, e.requests_sent, e.waiters.size()};
 }
 
-}  // namespace roce::cm
+}  // namespace roce::neighbor

@@ -34,7 +34,7 @@
 #include "stack/wire/error.h"
 #include "stack/wire/headers.h"
 
-namespace roce::cm {
+namespace roce::neighbor {
 
 using wire::ByteSpan;
 using wire::IpAddr;
@@ -235,4 +235,4 @@ class NeighborTable {
   std::vector<NeighborCompletion> done_;  // decided during the current call
 };
 
-}  // namespace roce::cm
+}  // namespace roce::neighbor

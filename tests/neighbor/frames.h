@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
-#include "stack/cm/neighbor.h"
+#include "stack/neighbor/neighbor.h"
 #include "stack/wire/headers.h"
 #include "stack/wire/ndp.h"
 
-namespace roce::cm::testing {
+namespace roce::neighbor::testing {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -129,4 +129,4 @@ inline std::string Hex(const Bytes& b) {
   return s;
 }
 
-}  // namespace roce::cm::testing
+}  // namespace roce::neighbor::testing

@@ -1,6 +1,6 @@
 // Independent checks of the neighbour layer:
 //  1. scapy builds ARP requests/replies and NDP NS/NA frames
-//     (tests/cm/neighbor_scapy.py gen); we feed them to NeighborTable;
+//     (tests/neighbor/neighbor_scapy.py gen); we feed them to NeighborTable;
 //     scapy parses our replies and requests and checks every field and the
 //     ICMPv6 checksum (neighbor_scapy.py check).
 //  2. tshark decodes everything we sent with no malformed packet, no expert
@@ -12,15 +12,15 @@
 #include <fstream>
 #include <map>
 
-#include "stack/cm/neighbor.h"
+#include "stack/neighbor/neighbor.h"
 #include "stack/pcap/pcap_file.h"
-#include "tests/cm/frames.h"
+#include "tests/neighbor/frames.h"
 #include "tests/support/test_support.h"
 
-namespace roce::cm {
+namespace roce::neighbor {
 namespace {
 
-using namespace roce::cm::testing;
+using namespace roce::neighbor::testing;
 using roce::testing::Lines;
 using roce::testing::OutputDir;
 
@@ -50,8 +50,8 @@ NeighborConfig Config(bool vlan) {
 TEST(NeighborScapy, RepliesAndRequestsCheckOutInScapyAndTshark) {
   const std::string py = PythonWithScapy();
   ASSERT_NE(py, "") << "python3-scapy is required (the test command installs it)";
-  const std::string dir = OutputDir("cm-scapy");
-  const std::string script = SourcePath("tests/cm/neighbor_scapy.py");
+  const std::string dir = OutputDir("neighbor-scapy");
+  const std::string script = SourcePath("tests/neighbor/neighbor_scapy.py");
   std::string out;
   ASSERT_EQ(roce::testing::Run(py + " '" + script + "' gen '" + dir + "' 2>&1", &out), 0) << out;
 
@@ -170,4 +170,4 @@ TEST(NeighborScapy, RepliesAndRequestsCheckOutInScapyAndTshark) {
 }
 
 }  // namespace
-}  // namespace roce::cm
+}  // namespace roce::neighbor

@@ -5,15 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "stack/wire/checksum.h"
-#include "tests/cm/frames.h"
+#include "tests/neighbor/frames.h"
 
 namespace roce::wire {
 namespace {
 
-using roce::cm::testing::Bytes;
-using roce::cm::testing::Ip;
-using roce::cm::testing::Mac;
-using roce::cm::testing::NdFrame;
+using roce::neighbor::testing::Bytes;
+using roce::neighbor::testing::Ip;
+using roce::neighbor::testing::Mac;
+using roce::neighbor::testing::NdFrame;
 
 TEST(Ndp, SolicitedNodeMulticastAndMac) {
   const Ipv6Addr a = Ip("2001:db8::abcd:12:3456").b;
@@ -126,7 +126,7 @@ TEST(Ndp, TrailingEthernetPaddingIsIgnored) {
 }
 
 TEST(Ndp, NonIpv6IsRejected) {
-  Bytes f = roce::cm::testing::ArpFrame({});
+  Bytes f = roce::neighbor::testing::ArpFrame({});
   NdpFrame p;
   EXPECT_EQ(ParseNdpFrame(f, &p), Error::kBadEthertype);
 }

@@ -1,18 +1,18 @@
 // Deterministic unit tests of the neighbour table (ARP, NDP, resolution,
 // retries, aging, static entries, bounds, VLAN), with simulated time.
-#include "stack/cm/neighbor.h"
+#include "stack/neighbor/neighbor.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "stack/wire/ndp.h"
-#include "tests/cm/frames.h"
+#include "tests/neighbor/frames.h"
 
-namespace roce::cm {
+namespace roce::neighbor {
 namespace {
 
-using namespace roce::cm::testing;
+using namespace roce::neighbor::testing;
 using wire::Error;
 
 constexpr uint64_t kSec = 1'000'000'000;
@@ -29,7 +29,7 @@ NeighborConfig Config() {
   return c;
 }
 
-// Golden frames built by scapy 2.5 (tests/cm/neighbor_scapy.py's addresses):
+// Golden frames built by scapy 2.5 (tests/neighbor/neighbor_scapy.py's addresses):
 // the ARP reply 10.0.0.1 is-at 02:00:00:00:00:01 to 10.0.0.2, padded to 60.
 const Bytes kGoldenArpReply = {
     0x02, 0x00, 0x00, 0x00, 0x00, 0x02, 0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00,
@@ -827,4 +827,4 @@ TEST(NeighborClassify, Kinds) {
 }
 
 }  // namespace
-}  // namespace roce::cm
+}  // namespace roce::neighbor

@@ -21,8 +21,13 @@ One run = one case:
      by PID (host process groups, guest jobs via `rxe-peer kill`, tcpdump) and
      `rxe-peer down` (kills the qemus by PID, deletes the netns)
 
-Exit status: 0 pass, 1 fail, 77 skip (not root, no qemu/TCG, no kernel with
-rxe, netns unavailable, or a required binary not built yet).
+Exit status: 0 pass, 1 fail, 77 skip. It skips (77, with the reason) only when
+the machine cannot run a case: not root, no qemu/TCG, no kernel with rxe, netns
+unavailable. With CI=true (also 1/yes) in the environment those fail instead
+(exit 1): CI machines are root with qemu, so every case must run there. A
+binary the case needs that the build did not produce (--require, rc-pingpong,
+roce-pcap) always fails. A host command whose GoogleTest output shows a
+skipped, DISABLED_ or no case at all fails the case (the `exchange` case).
 
 Usage:
   interop.py --build-dir build --case NAME      a case from cases.txt
@@ -42,7 +47,13 @@ import subprocess
 import sys
 import time
 
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "tools"))
+import test_summary  # noqa: E402  (tools/test_summary.py: what a skipped gtest case looks like)
+
 SKIP = 77
+# CI machines are root with qemu: there, what would skip is a failure (README).
+CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.dirname(os.path.dirname(HERE))
 RXE_PEER = os.path.join(HERE, "rxe-peer", "rxe-peer")
@@ -79,7 +90,7 @@ RECOVERABLE_COUNTERS = {"completer_retry_err", "rcvd_seq_err", "rcvd_rnr_err", "
 
 
 class Skip(Exception):
-    pass
+    """The machine cannot run the case (77; a failure under CI=true)."""
 
 
 class Failure(Exception):
@@ -460,7 +471,7 @@ def parse_args(argv):
     ap.add_argument("--guest-cmd", action="append", default=[], metavar="vmN:CMD",
                     help="free guest command (bash, in the guest); repeatable")
     ap.add_argument("--require", action="append", default=[], metavar="PATH",
-                    help="skip (77) unless this file exists ({build} expands)")
+                    help="fail unless this file exists ({build} expands): the build must produce it")
     ap.add_argument("--no-roce", action="store_true", help="the capture may hold no RoCEv2 frame")
     ap.add_argument("--fail-on", action="append", default=[], metavar="COUNTER",
                     help="fail if this recoverable rxe counter moves")
@@ -535,7 +546,7 @@ def run_case(a, report):
     for r in a.require:
         path = r.format(**fmt)
         if not os.path.exists(path):
-            raise Skip(f"{path} is not built")
+            raise Failure(f"{path} is not built: the case needs it (ninja -C {a.build_dir})")
     if uses_host and a.attach == "none" and pingpong:
         raise Failure("our stack needs --attach tap|af_packet")
     iface = a.iface or {"tap": "dtap0", "af_packet": "dpdk0"}.get(a.attach, "")
@@ -789,6 +800,13 @@ def sanitizer_reports(who, out, path):
     return [f"{who}: sanitizer report '{m.strip(': ')}' (see {path})" for m in SANITIZER_MARKERS if m in out]
 
 
+def gtest_skips(who, out, path):
+    """A GoogleTest host command (the `exchange` case) exits 0 when its cases
+    skip: here, with the guests up, every case must run."""
+    return [f"{who}: GoogleTest case {s.what} did not run: {s.reason or 'no reason printed'} (see {path})"
+            for s in test_summary.gtest_skips(out)]
+
+
 def run_free(a, peer, env, fmt, iface, base, timeout, report):
     problems = []
     deadline = time.time() + timeout
@@ -812,6 +830,7 @@ def run_free(a, peer, env, fmt, iface, base, timeout, report):
                                       "output_tail": out.strip().splitlines()[-15:]}
         log(f"host command exited {rc} after {host.elapsed:.1f} s")
         problems += sanitizer_reports("host command", out, base + ".host.txt")
+        problems += gtest_skips("host command", out, base + ".host.txt")
         if rc != 0:
             problems.append(f"host command exited {rc}" + (" (timeout)" if rc == 124 else "") + ":\n"
                             + "\n".join(out.strip().splitlines()[-40:]))
@@ -877,8 +896,12 @@ def main(argv):
         problems = run_case(a, report)
         status = 1 if problems else 0
     except Skip as e:
-        log(f"SKIP: {e}")
-        status, problems = SKIP, [f"skipped: {e}"]
+        if CI:
+            log(f"FAIL: CI=true, and this machine cannot run the case: {e}")
+            problems = [f"cannot run under CI=true (CI machines are root with qemu): {e}"]
+        else:
+            log(f"SKIP: {e}")
+            status, problems = SKIP, [f"skipped: {e}"]
     except Failure as e:
         problems = [str(e)]
     except Interrupted as e:

@@ -1,7 +1,9 @@
 // Our ibv_rc_pingpong exchange against the real ibv_rc_pingpong on kernel
 // Soft-RoCE in an rxe-peer guest. Run by the interop harness (case
 // `exchange`), which boots the guest, puts a veth on the bridge and runs this
-// program inside the netns with RXE_* variables set; run alone it skips.
+// program inside the netns with RXE_* variables set; run alone it skips (it
+// is no meson test of its own). Under the harness every case must run: a
+// skipped case fails `exchange` (interop.py reads this program's gtest output).
 //
 // We play a host RoCE stack at RXE_HOST_IP (198.18.0.10) with a QP that does
 // not exist: the guest's ibv_rc_pingpong gets our values, connects its QP to

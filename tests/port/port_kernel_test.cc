@@ -1,6 +1,7 @@
 // Ports on kernel devices, each inside a network namespace the test creates
 // (and deletes, even when the test fails), so no traffic leaves them. Root
-// only (skipped otherwise).
+// only: skipped otherwise, which `tools/run test` reports and CI=true counts
+// as a failure (CI runs as root).
 //  - net_tap: the kernel answers our ARP request, and sends ICMP port
 //    unreachable for a UDP datagram to 4791 both with software checksums and
 //    with the tap's checksum offload (proof that the kernel accepted the

@@ -30,6 +30,10 @@ enum class Error : uint8_t {
   kBadNdp,               // NS/NA failing RFC 4861 §7.1 (code, length, target, options, flags)
   kBadNdpHopLimit,       // NS/NA whose IPv6 hop limit is not 255 (may come from off-link)
   kBadIcmpv6Checksum,    // ICMPv6 checksum over the IPv6 pseudo-header wrong
+  kNotGsi,               // not a UD SEND_ONLY to QP 1 with the GSI Q_Key (0x80010000)
+  kNotCm,                // MAD is not Communication Management (class 0x07, class version 2)
+  kUnknownCmAttribute,   // CM attribute ID this stack does not parse (LAP, APR, ClassPortInfo...)
+  kBadCmMessage,         // CM message with a length field out of range, or a bad rdma_cm header
   kCount,
 };
 

@@ -30,6 +30,10 @@ const char* ErrorName(Error e) {
     case Error::kBadNdp: return "bad-ndp";
     case Error::kBadNdpHopLimit: return "bad-ndp-hop-limit";
     case Error::kBadIcmpv6Checksum: return "bad-icmpv6-checksum";
+    case Error::kNotGsi: return "not-gsi";
+    case Error::kNotCm: return "not-cm";
+    case Error::kUnknownCmAttribute: return "unknown-cm-attribute";
+    case Error::kBadCmMessage: return "bad-cm-message";
     case Error::kCount: break;
   }
   return "unknown-error";

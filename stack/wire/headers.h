@@ -213,6 +213,7 @@ struct MadHeader {
   uint16_t attr_id = 0;
   uint16_t resv = 0;
   uint32_t attr_mod = 0;
+  bool operator==(const MadHeader&) const = default;
   Error Parse(ByteSpan in);
   void Emit(uint8_t* out) const;
 };

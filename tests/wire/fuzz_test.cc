@@ -13,7 +13,9 @@
 // parsed representation must be complete — rebuilding it verbatim (nothing
 // recomputed) reproduces the input byte for byte — its spans must lie inside
 // the input, and with checking on the ICRC recomputed from it must match.
-// NDP and ARP parsers get the same treatment from frames built by our emitters.
+// NDP and ARP parsers get the same treatment from frames built by our emitters,
+// and the CM MAD parsers (MAD datagram, CM message, rdma_cm header) from the
+// CM MADs of the rxe captures.
 // Longer campaigns: WIRE_FUZZ_ROUNDS=5000000 WIRE_FUZZ_SEED=N build-asan/tests/wire/wire_fuzz_test
 #include <algorithm>
 #include <cstdlib>
@@ -24,9 +26,12 @@
 
 #include <gtest/gtest.h>
 
+#include "stack/wire/cm_msg.h"
 #include "stack/wire/icrc.h"
+#include "stack/wire/mad.h"
 #include "stack/wire/ndp.h"
 #include "stack/wire/packet.h"
+#include "stack/wire/rdma_cm.h"
 #include "tests/support/test_support.h"
 
 namespace roce::wire {
@@ -279,6 +284,125 @@ TEST(WireFuzz, TransportParserOnRandomBytes) {
                 buf.size());
     }
   }
+}
+
+// CM MADs: the 17 of the rxe captures, mutated structurally (attribute ID,
+// class, length fields, rdma_cm header bytes) and bytewise, as bare MADs and
+// put back into their frames (repaired or not). The oracle: an accepted MAD
+// serializes back to its exact bytes, an accepted rdma_cm header emits back
+// to its bytes, an accepted datagram rebuilds to the frame (less any
+// Ethernet padding) both verbatim and with lengths/checksums/ICRC recomputed
+// when they were checked.
+TEST(WireFuzz, CmMadParsersOnMutatedCaptureMads) {
+  std::vector<Bytes> frames;
+  for (const auto& cap : roce::testing::ReferenceCaptures())
+    for (const auto& f : cap.frames) {
+      MadDatagram d;
+      if (ParseMadDatagram(f.data, &d) == Error::kOk) frames.push_back(f.data);
+    }
+  ASSERT_EQ(frames.size(), 17u);
+  const char* env_rounds = std::getenv("WIRE_FUZZ_ROUNDS");
+  const char* env_seed = std::getenv("WIRE_FUZZ_SEED");
+  const uint32_t kRounds = env_rounds ? static_cast<uint32_t>(std::strtoul(env_rounds, nullptr, 10)) : 200000;
+  Mutator m(env_seed ? std::strtoull(env_seed, nullptr, 10) : 20261124);
+  std::map<Error, uint64_t> mad_reasons, frame_reasons;
+  uint64_t mads_ok = 0, frames_ok = 0, cma_ok = 0;
+  std::map<uint16_t, uint64_t> attrs_ok;
+  for (uint32_t i = 0; i < kRounds && !::testing::Test::HasFailure(); i++) {
+    SCOPED_TRACE(i);
+    Bytes frame = frames[m.U(static_cast<uint32_t>(frames.size()))];
+    const size_t mad_at = frame.size() - kIcrcLen - mad::kLen;
+    Bytes mad_bytes(frame.begin() + static_cast<long>(mad_at), frame.end() - kIcrcLen);
+    // Structure-aware changes.
+    const uint32_t n = 1 + m.U(3);
+    for (uint32_t k = 0; k < n; k++) {
+      switch (m.U(8)) {
+        case 0: case 1:  // another message type, or one we do not parse
+          Store16(&mad_bytes[16], static_cast<uint16_t>(m.P(.9) ? 0x10 + m.U(9) : m.U(0x30)));
+          break;
+        case 2: mad_bytes[24 + 9] = static_cast<uint8_t>(m.U(256)); break;  // REJ info length
+        case 3: mad_bytes[24 + 5] = static_cast<uint8_t>(m.U(256)); break;  // SIDR_REP info length
+        case 4: mad_bytes[m.P(.5) ? 1 : 2] = static_cast<uint8_t>(m.P(.5) ? m.U(256) : m.U(9)); break;
+        case 5: mad_bytes[24 + 140 + m.U(2)] = static_cast<uint8_t>(m.U(256)); break;  // CMA version / IP version
+        case 6: for (size_t j = 24; j < mad_bytes.size(); j++) if (m.P(.2)) mad_bytes[j] = static_cast<uint8_t>(m.R()); break;
+        default: break;
+      }
+    }
+    if (m.P(.3)) m.Bytewise(mad_bytes);
+    {
+      const Bytes buf(mad_bytes);  // exact size
+      CmMad cm_mad;
+      const Error e = ParseCmMad(buf, &cm_mad);
+      mad_reasons[e]++;
+      if (e == Error::kOk) {
+        mads_ok++;
+        attrs_ok[cm_mad.hdr.attr_id]++;
+        ASSERT_EQ(buf.size(), mad::kLen);
+        ASSERT_EQ(AttrIdOf(cm_mad.msg), cm_mad.hdr.attr_id);
+        const auto again = SerializeCmMad(cm_mad);
+        ASSERT_TRUE(std::equal(again.begin(), again.end(), buf.begin()))
+            << "an accepted CM MAD's parsed form does not reproduce it";
+      }
+      if (buf.size() >= 24 + 140) {
+        const Bytes cma(buf.begin() + 24 + 140, buf.end());
+        CmaHeader h;
+        if (h.Parse(cma) == Error::kOk) {
+          cma_ok++;
+          uint8_t out[CmaHeader::kLen];
+          h.Emit(out);
+          ASSERT_TRUE(std::equal(out, out + CmaHeader::kLen, cma.begin()));
+        }
+      }
+    }
+    // The MAD back in its frame.
+    frame.erase(frame.begin() + static_cast<long>(mad_at), frame.end() - kIcrcLen);
+    frame.insert(frame.begin() + static_cast<long>(mad_at), mad_bytes.begin(), mad_bytes.end());
+    if (m.P(.8)) Repair(frame);
+    if (m.P(.2)) m.Bytewise(frame);
+    if (m.P(.1)) frame.resize(frame.size() + 1 + m.U(20), 0);  // Ethernet padding
+    const Bytes buf(frame);
+    for (const bool checked : {true, false}) {
+      ParseOptions po;
+      po.verify_icrc = po.verify_ip_checksum = checked;
+      MadDatagram d;
+      const Error e = ParseMadDatagram(buf, &d, po);
+      frame_reasons[e]++;
+      if (e != Error::kOk) continue;
+      frames_ok++;
+      const size_t len = MadDatagramLen(d);
+      ASSERT_LE(len, buf.size());
+      BuildOptions verbatim;
+      verbatim.fill_lengths = verbatim.fill_ip_checksum = verbatim.fill_icrc = false;
+      verbatim.fill_udp6_checksum = false;
+      Bytes out(len);
+      ASSERT_EQ(BuildMadDatagram(d, out, verbatim), len);
+      ASSERT_TRUE(std::equal(out.begin(), out.end(), buf.begin()))
+          << "an accepted MAD datagram's parsed form does not reproduce it";
+      if (checked) {
+        BuildOptions computed;
+        computed.fill_udp6_checksum = false;
+        ASSERT_EQ(BuildMadDatagram(d, out, computed), len);
+        ASSERT_TRUE(std::equal(out.begin(), out.end(), buf.begin()))
+            << "an accepted MAD datagram has a derived field that is not what it should be";
+      }
+    }
+  }
+  EXPECT_GT(mads_ok, kRounds / 5u);
+  EXPECT_GT(frames_ok, kRounds / 10u);
+  EXPECT_GT(cma_ok, kRounds / 20u);
+  EXPECT_EQ(attrs_ok.size(), 9u) << "every CM message type must be reached";
+  for (Error e : {Error::kTruncated, Error::kBadMad, Error::kNotCm, Error::kUnknownCmAttribute,
+                  Error::kBadCmMessage})
+    EXPECT_GT(mad_reasons[e], 0u) << ErrorName(e);
+  for (Error e : {Error::kIcrcMismatch, Error::kBadMad, Error::kNotGsi})
+    EXPECT_GT(frame_reasons[e], 0u) << ErrorName(e);
+  std::printf("cm fuzz: %u rounds, %llu MADs accepted over %zu types, %llu datagrams accepted, %llu CMA headers\n",
+              kRounds, static_cast<unsigned long long>(mads_ok), attrs_ok.size(),
+              static_cast<unsigned long long>(frames_ok), static_cast<unsigned long long>(cma_ok));
+  for (const auto& [e, c] : mad_reasons)
+    std::printf("  mad   %-28s %llu\n", ErrorName(e), static_cast<unsigned long long>(c));
+  for (const auto& [e, c] : frame_reasons)
+    std::printf("  frame %-28s %llu\n", ErrorName(e), static_cast<unsigned long long>(c));
 }
 
 NdpFrame SampleNdp(Mutator& m) {

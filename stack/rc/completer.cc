@@ -121,12 +121,16 @@ bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now, bool evidence) {
     progress = true;
   }
   SendWqe* blocking = nullptr;
-  if (PsnDiff(new_una, una_) > 0) {
+  if (PsnDiff(new_una, una_) >= 0) {
     uint32_t target = new_una;
     for (; ack_scan_ != sq_tail_; ack_scan_++) {
       SendWqe& w = Slot(ack_scan_);
       if (!w.started) break;
-      if (w.IsLocal() || w.done) continue;
+      if (w.IsLocal()) continue;
+      if (w.done) {  // a Read answered ahead of an older one: acknowledged too
+        if (PsnDiff(PsnAdd(w.LastPsn(), 1), target) > 0) target = PsnAdd(w.LastPsn(), 1);
+        continue;
+      }
       if (PsnDiff(target, w.first_psn) <= 0) break;  // does not reach this WQE
       if (w.IsRead()) {
         // Later PSNs are acknowledged but this Read is not fully answered:
@@ -155,6 +159,17 @@ bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now, bool evidence) {
   return blocking == nullptr;
 }
 
+QueuePair::SendWqe* QueuePair::NextOpenOrDoneRead(SendWqe* after) {
+  const uint64_t idx = static_cast<uint64_t>(after - sq_.data());
+  uint64_t seq = sq_head_ + ((idx + sq_.size() - sq_head_ % sq_.size()) % sq_.size());
+  for (uint64_t i = seq + 1; i < sq_tail_; i++) {
+    SendWqe& w = Slot(i);
+    if (!w.started) return nullptr;
+    if (w.IsRead()) return &w;
+  }
+  return nullptr;
+}
+
 QueuePair::SendWqe* QueuePair::OldestOpenRead() {
   for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
     SendWqe& w = Slot(i);
@@ -171,7 +186,9 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied) {
     hole_psn_ = rd.resp_psn;
     hole_at_ = resp_rx_ - 1;  // this response is the first past the hole
   }
-  if (rd.gap_retry && rd.gap_psn == rd.resp_psn) return;  // asked already; the timer covers a lost re-request
+  // Asked already (a gap re-request, or the span one after a timeout); the
+  // timer covers a lost re-request.
+  if (rd.asked && PsnDiff(rd.asked_to, rd.resp_psn) > 0) return;
   if (resp_rx_ - hole_at_ < reorder_thresh_) return;    // may still be on its way
   rd.gap_retry = true;
   rd.gap_psn = rd.resp_psn;
@@ -260,21 +277,31 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
 }
 
 void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
-  SendWqe* rd = OldestOpenRead();
+  SendWqe* oldest = OldestOpenRead();
   const uint32_t psn = p.bth.psn;
-  if (!rd || PsnDiff(psn, rd->resp_psn) < 0) {
+  if (!oldest || PsnDiff(psn, oldest->resp_psn) < 0) {
     counters.dup_responses++;
     return;
   }
-  if (PsnDiff(psn, rd->LastPsn()) > 0) {
-    // A response past this Read (to a later one): this Read's missing
-    // responses were sent before it.
-    if (PsnDiff(psn, max_sent_) >= 0) {
-      counters.dropped_bad++;
-      return;
+  if (PsnDiff(psn, max_sent_) >= 0) {  // answers nothing we asked
+    counters.dropped_bad++;
+    return;
+  }
+  // The open Read this response answers: the oldest, or a later one (its
+  // responses are kept too; they also show the oldest's missing ones were
+  // sent before them).
+  SendWqe* rd = nullptr;
+  for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
+    SendWqe& w = Slot(i);
+    if (!w.started) break;
+    if (w.IsRead() && !w.done && PsnDiff(psn, w.first_psn) >= 0 && PsnDiff(psn, w.LastPsn()) <= 0) {
+      rd = &w;
+      break;
     }
+  }
+  if (!rd || PsnDiff(psn, rd->resp_psn) < 0) {
     counters.dup_responses++;
-    NoteBeyondHole(*rd, now, /*implied=*/false);
+    NoteBeyondHole(*oldest, now, /*implied=*/false);
     return;
   }
   const uint32_t mtu = attr_.path_mtu;
@@ -291,7 +318,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
   const uint32_t d = static_cast<uint32_t>(PsnDiff(psn, rd->resp_psn));
   if (d > 0 && (d >= PsnBits::kBits || rd->ooo.Test(d))) {  // too far ahead, or a second copy
     counters.dup_responses++;
-    NoteBeyondHole(*rd, now, /*implied=*/false);
+    NoteBeyondHole(*oldest, now, /*implied=*/false);
     return;
   }
   // The sink was checked when the Read started; its region may have been
@@ -301,13 +328,28 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     return;
   }
   Scatter(rd->wr.sge, rd->wr.num_sge, offset, p.payload);
-  if (d > 0) {
+  if (d > 0 || rd != oldest) {
     // Ahead of a missing response: keep it (the memory is ours and the
     // bytes are those of this offset), so a late response costs nothing.
-    rd->ooo.Set(d);
     counters.read_ooo_placed++;
+    if (d > 0) {
+      rd->ooo.Set(d);
+    } else {
+      const uint32_t adv = 1 + rd->ooo.RunFrom(1);
+      rd->ooo.Shift(adv);
+      rd->resp_psn = PsnAdd(psn, adv);
+      if (PsnDiff(rd->resp_psn, rd->LastPsn()) > 0) {  // complete, ahead of the oldest
+        // Still outstanding for the read limit: the responder frees read
+        // resources in the order the requests came, so the oldest one's
+        // would be taken by a new Read (RetireReads counts it later).
+        rd->done = true;
+        rd->ooo.Clear();
+      }
+    }
+    // Its request reached the responder, so did everything before it.
+    if (PsnDiff(rd->first_psn, acked_) > 0) acked_ = rd->first_psn;
     OnProgress(now);
-    NoteBeyondHole(*rd, now, /*implied=*/false);
+    NoteBeyondHole(*oldest, now, /*implied=*/false);
     return;
   }
   // The response we expect: everything before this Read is done.
@@ -338,10 +380,16 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
   if (PsnDiff(rd->resp_psn, rd->LastPsn()) > 0) {
     rd->done = true;
     rd->ooo.Clear();
-    reads_outstanding_--;
+    // This Read and any later ones answered ahead of it, in order.
+    for (SendWqe* w = rd;;) {
+      reads_outstanding_--;
+      w = NextOpenOrDoneRead(w);
+      if (!w || !w->done) break;
+    }
     dev_->MarkActive(this);  // a fenced or read-limited WQE may go now
-    // ACKs and NAKs that arrived while this Read was in the way.
-    if (PsnDiff(acked_, una_) > 0) AdvanceUna(acked_, now);
+    // ACKs and NAKs that arrived while this Read was in the way, and later
+    // Reads already answered.
+    AdvanceUna(PsnDiff(acked_, una_) > 0 ? acked_ : una_, now);
     return;
   }
   if (rd->ooo.Any()) {

@@ -182,12 +182,16 @@ void QueuePair::ToError() {
   state_ = QpState::kError;
   // Send queue: in posting order, finished WQEs keep their status, the
   // failing one (if any) carries its error, everything else is canceled.
+  // Once one completes in error, every later one is flushed, even a Read
+  // whose responses all came ahead of an older request's.
+  bool flushing = false;
   while (sq_head_ != sq_tail_) {
     SendWqe& w = Slot(sq_head_);
-    if (!w.done && w.status == Status::kSuccess) {
+    if ((!w.done || flushing) && w.status == Status::kSuccess) {
       w.status = Status::kCanceled;
       w.cause = Cause::kFlushed;
     }
+    if (w.status != Status::kSuccess) flushing = true;
     PushSendCompletion(w);
     sq_head_++;
   }
@@ -381,6 +385,7 @@ void QueuePair::OnTimer(uint64_t now) {
           SendWqe& w = Slot(i);
           if (!w.started) break;
           w.gap_retry = false;
+          w.asked = false;
         }
         rereq_.clear();
         hole_active_ = false;

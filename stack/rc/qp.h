@@ -169,6 +169,8 @@ class QueuePair {
     uint32_t resp_psn = 0;     // Read: next response PSN expected
     bool gap_retry = false;    // Read: a retry was requested for a gap at gap_psn
     uint32_t gap_psn = 0;
+    bool asked = false;        // Read: a re-request for responses before asked_to is out
+    uint32_t asked_to = 0;
     PsnBits ooo;               // Read: responses placed ahead of resp_psn (bit i = resp_psn + i)
     Status status = Status::kSuccess;
     Cause cause = Cause::kNone;
@@ -216,12 +218,22 @@ class QueuePair {
   void OnProgress(uint64_t now);
   // The oldest Read still waiting for responses, or null.
   SendWqe* OldestOpenRead();
+  // The next started Read after `after` in posting order (done or not), or null.
+  SendWqe* NextOpenOrDoneRead(SendWqe* after);
   // A response from the peer arrived that lies beyond `rd`'s next expected
   // response: counts towards declaring it lost and re-requesting the rest.
   void NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied);
   // Queues a re-request of `rd` from its next expected response, sent before
   // anything else without moving the send cursor (nothing after it is resent).
   void ReRequestRead(SendWqe& rd);
+  // Packets a (re-)request of Read `w` asks for: the gap before the first
+  // response already placed, or 0 for everything from resp_psn to the end.
+  uint32_t ReadGap(const SendWqe& w) const;
+  // Packets from resp_psn that cover every missing response of Read `w` (0: to the end).
+  uint32_t ReadSpan(const SendWqe& w) const;
+  // Packets still unconfirmed from packet `psn` (index k) of `w` on, counted
+  // up to 3: a lone packet after a timeout goes twice (EmitRequest).
+  uint64_t UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t read_pkts, uint32_t k) const;
 
   // ---- responder (responder.cc) ---------------------------------------------
   void OnRequest(const wire::RocePacket& p, uint64_t now);
@@ -288,7 +300,8 @@ class QueuePair {
   uint32_t epsn_ = 0;
   uint32_t msn_ = 0;
   bool nak_sent_ = false;          // sequence or RNR NAK outstanding for epsn_
-  uint32_t oos_hi_ = 0;            // highest PSN dropped as out of sequence since
+  uint32_t oos_hi_ = 0;            // highest PSN dropped as out of sequence since the NAK
+  bool went_back_ = false;         // the requester resent below oos_hi_ since the last NAK
   enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
   bool have_recv_ = false;
   RecvWqe cur_recv_;

@@ -27,15 +27,8 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
       rereq_.erase(rereq_.begin());
       continue;
     }
-    // Only the gap: up to the first response already placed after it.
     const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
-    uint32_t gap = 0;
-    for (uint32_t b = 1; b < PsnBits::kBits && k + b < w.npkts; b++)
-      if (w.ooo.Test(b)) {
-        gap = b;
-        break;
-      }
-    if (!EmitRequest(w, k, now, gap)) return n;
+    if (!EmitRequest(w, k, now, ReadGap(w))) return n;
     rereq_.erase(rereq_.begin());
     n++;
   }
@@ -54,8 +47,9 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
     // A Read asks for what it still misses: from its next expected response.
     if (w.IsRead()) cursor_pkt_ = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
     const uint32_t psn = PsnAdd(w.first_psn, cursor_pkt_);
-    if (PsnDiff(psn, una_) >= static_cast<int32_t>(window)) break;
-    if (!EmitRequest(w, cursor_pkt_, now)) break;
+    // The window limits new PSNs; a resend of one already sent always goes.
+    if (!PsnLess(psn, max_sent_) && PsnDiff(psn, acked_) >= static_cast<int32_t>(window)) break;
+    if (!EmitRequest(w, cursor_pkt_, now, w.IsRead() ? ReadGap(w) : 0)) break;
     n++;
     if (w.IsRead() || ++cursor_pkt_ >= w.npkts) {
       cursor_++;
@@ -83,7 +77,7 @@ bool QueuePair::StartWqe(SendWqe& w, uint64_t now) {
   }
   if ((w.wr.flags & kReadFence) && reads_outstanding_ > 0) return false;
   if (w.IsRead() && reads_outstanding_ >= std::max<uint32_t>(attr_.max_rd_atomic, 1)) return false;
-  if (PsnDiff(next_psn_, una_) >= static_cast<int32_t>(dev_->tuning().max_unacked_psns))
+  if (PsnDiff(next_psn_, acked_) >= static_cast<int32_t>(dev_->tuning().max_unacked_psns))
     return false;
   if (!w.inline_data) {
     // Local SGEs: Send/Write sources need any registered region, Read sinks
@@ -169,8 +163,18 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   bool last = true;
   if (w.IsRead()) {
     pkt.bth.opcode = op::kRcReadRequest;
+    // After a timeout, ask for every response still missing in one request
+    // (its reply is many frames, so one loss cannot silence the whole retry);
+    // otherwise only the gap before the first response already placed.
+    if (probe_) read_pkts = ReadSpan(w);
     uint64_t len = w.length - offset;
     if (read_pkts) len = std::min<uint64_t>(len, uint64_t{read_pkts} * mtu);
+    if (PsnLess(psn, max_sent_)) {  // a re-request: what it covers is asked for
+      w.asked = true;
+      w.asked_to = PsnAdd(psn, read_pkts ? read_pkts : w.npkts - k);
+      w.gap_retry = true;
+      w.gap_psn = psn;
+    }
     pkt.ext.reth = {w.wr.remote_addr + offset, w.wr.rkey, static_cast<uint32_t>(len)};
     pkt.payload_len = 0;
   } else {
@@ -212,7 +216,7 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   }
   const QpTuning& t = dev_->tuning();
   pkt.bth.ack_req = last || since_ack_req_ + 1 >= t.ack_req_every ||
-                    PsnDiff(PsnAdd(psn, 1), una_) >= static_cast<int32_t>(t.max_unacked_psns);
+                    PsnDiff(PsnAdd(psn, 1), acked_) >= static_cast<int32_t>(t.max_unacked_psns);
   // The first packet after a timeout asks for an answer at once; if it is
   // (nearly) all that is outstanding, it goes twice, so one lost frame does
   // not make the whole retry look like a silent peer.
@@ -223,7 +227,8 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   if (!Send(pkt, now)) return false;
   if (retransmit) counters.retransmits++;
   probe_ = false;
-  if (probe && retransmit && PsnDiff(next_psn_, acked_) <= 2 && Send(pkt, now)) counters.retransmits++;
+  if (probe && retransmit && UnconfirmedAfter(w, psn, read_pkts, k) <= 2 && Send(pkt, now))
+    counters.retransmits++;
   const uint32_t end = w.IsRead() ? PsnAdd(w.LastPsn(), 1) : PsnAdd(psn, 1);
   if (PsnDiff(end, max_sent_) > 0) max_sent_ = end;
   since_ack_req_ = pkt.bth.ack_req ? 0 : since_ack_req_ + 1;
@@ -252,6 +257,45 @@ void QueuePair::RetryFrom(uint32_t psn) {
   cursor_pkt_ = 0;
 }
 
+uint64_t QueuePair::UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t read_pkts,
+                                     uint32_t k) const {
+  // The responses this packet asks for (a Read) or the packet itself, then
+  // every PSN after it not yet confirmed and not answered.
+  uint64_t left = w.IsRead() ? (read_pkts ? read_pkts : w.npkts - k) : 1;
+  if (!w.IsRead()) left += w.npkts - 1 - static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
+  const uint64_t idx = static_cast<uint64_t>(&w - sq_.data());
+  const uint64_t seq = sq_head_ + ((idx + sq_.size() - sq_head_ % sq_.size()) % sq_.size());
+  for (uint64_t i = seq + 1; i < sq_tail_ && left <= 2; i++) {
+    const SendWqe& x = Slot(i);
+    if (!x.started) break;
+    if (x.IsLocal() || x.done) continue;
+    const uint32_t from = PsnDiff(acked_, x.first_psn) > 0 ? acked_ : x.first_psn;
+    const int32_t n = PsnDiff(PsnAdd(x.LastPsn(), 1), from);
+    if (n > 0) left += static_cast<uint64_t>(n);
+  }
+  return left;
+}
+
+uint32_t QueuePair::ReadSpan(const SendWqe& w) const {
+  // Up to the last missing response: to the end unless the tail is placed.
+  const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+  const uint32_t left = w.npkts - k;
+  if (left > PsnBits::kBits) return 0;
+  uint32_t last_missing = 0;
+  for (uint32_t b = 1; b < left; b++)
+    if (!w.ooo.Test(b)) last_missing = b;
+  return last_missing + 1 == left ? 0 : last_missing + 1;
+}
+
+uint32_t QueuePair::ReadGap(const SendWqe& w) const {
+  // Responses placed ahead of the next expected one need not come again:
+  // ask up to the first of them (0: everything to the end).
+  const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+  for (uint32_t b = 1; b < PsnBits::kBits && k + b < w.npkts; b++)
+    if (w.ooo.Test(b)) return b;
+  return 0;
+}
+
 void QueuePair::ReRequestRead(SendWqe& rd) {
   const uint64_t idx = static_cast<uint64_t>(&rd - sq_.data());
   // Slot index -> WQE sequence number (the slot holds the WQE in [sq_head_, sq_tail_)).
@@ -273,8 +317,8 @@ void QueuePair::SyncCursor() {
   if (cursor_ >= sq_tail_) return;
   const SendWqe& w = Slot(cursor_);
   if (w.started && !w.IsLocal() && !w.done && !w.IsRead() &&
-      PsnDiff(una_, PsnAdd(w.first_psn, cursor_pkt_)) > 0)
-    RetryFrom(una_);
+      PsnDiff(acked_, PsnAdd(w.first_psn, cursor_pkt_)) > 0)
+    RetryFrom(acked_);
 }
 
 void QueuePair::ArmRetransmitTimer(uint64_t now) {

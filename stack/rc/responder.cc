@@ -32,16 +32,19 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
   if (d > 0) {
     counters.out_of_sequence++;
     // One sequence NAK per episode. A requester that went back (a PSN at or
-    // below the highest out-of-sequence one seen) and asks for an answer
-    // (AckReq) is on its next pass; if that pass lost the expected PSN
-    // again, it hears why — else every such pass would meet silence, and a
-    // lossy link would exhaust the retries of a requester facing a live peer.
-    if (!nak_sent_ || (p.bth.ack_req && PsnDiff(p.bth.psn, oos_hi_) <= 0)) {
+    // below the highest out-of-sequence one seen) is on its next pass; when
+    // that pass asks for an answer (AckReq) and lost the expected PSN again,
+    // it hears why — else every such pass would meet silence, and a lossy
+    // link would exhaust the retries of a requester facing a live peer.
+    const bool new_episode = !nak_sent_;
+    if (!new_episode && PsnDiff(p.bth.psn, oos_hi_) <= 0) went_back_ = true;
+    if (new_episode || (went_back_ && p.bth.ack_req)) {
       nak_sent_ = true;
+      went_back_ = false;
       counters.seq_naks_sent++;
       QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
     }
-    oos_hi_ = p.bth.psn;
+    if (new_episode || PsnDiff(p.bth.psn, oos_hi_) > 0) oos_hi_ = p.bth.psn;
     return;
   }
   if (d < 0) {
@@ -83,6 +86,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       if (!have_recv_ && !TakeRecv()) {
         counters.rnr_naks_sent++;
         nak_sent_ = true;
+        went_back_ = false;
         oos_hi_ = epsn_;
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
         return;
@@ -135,6 +139,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       if (ends && imm && !have_recv_ && !TakeRecv()) {
         counters.rnr_naks_sent++;
         nak_sent_ = true;
+        went_back_ = false;
         oos_hi_ = epsn_;
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
         return;

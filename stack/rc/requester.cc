@@ -246,9 +246,11 @@ void QueuePair::RetryFrom(uint32_t psn) {
       return;
     }
     if (w.IsLocal() || w.done) continue;
-    if (PsnDiff(psn, w.first_psn) >= 0 && PsnDiff(psn, w.LastPsn()) <= 0) {
+    // The first unfinished WQE that holds `psn` or comes after it (the one
+    // holding it may be done: a Read answered ahead of an older one).
+    if (PsnDiff(psn, w.LastPsn()) <= 0) {
       cursor_ = i;
-      cursor_pkt_ = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
+      cursor_pkt_ = static_cast<uint32_t>(std::max<int32_t>(0, PsnDiff(psn, w.first_psn)));
       if (w.IsRead()) cursor_pkt_ = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
       return;
     }

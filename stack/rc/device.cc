@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "stack/wire/mad.h"
 #include "stack/wire/packet.h"
 
 namespace roce::rc {
@@ -90,6 +91,11 @@ wire::Error RcDevice::OnFrame(wire::ByteSpan frame, uint64_t now) {
 
 void RcDevice::OnPacket(const wire::RocePacket& p, uint64_t now) {
   AdvanceTime(now);
+  if (p.bth.dest_qp == wire::kGsiQpn) {
+    if (gsi_) gsi_(p, now);
+    else counters.rx_unknown_qp++;
+    return;
+  }
   QueuePair* qp = FindQp(p.bth.dest_qp);
   if (!qp) {
     counters.rx_unknown_qp++;

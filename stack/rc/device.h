@@ -83,6 +83,10 @@ class RcDevice {
 
   DeviceCounters counters;
 
+  // Datagrams for QP 1 (the GSI: CM MADs) go here instead of to a QP.
+  using GsiHandler = std::function<void(const wire::RocePacket& p, uint64_t now)>;
+  void SetGsiHandler(GsiHandler h) { gsi_ = std::move(h); }
+
   // Used by QueuePair.
   void MarkActive(QueuePair* qp);
   void TimerChanged(QueuePair* qp);
@@ -102,6 +106,7 @@ class RcDevice {
   std::deque<std::pair<uint64_t, uint32_t>> quarantine_;  // (destroyed at, qpn), oldest first
   absl::flat_hash_set<uint32_t> quarantined_;
   uint64_t now_ = 0;
+  GsiHandler gsi_;
   std::vector<uint8_t> in_active_;
   std::deque<uint32_t> active_;
   using TimerEntry = std::pair<uint64_t, uint32_t>;  // deadline, qpn

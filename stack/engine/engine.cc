@@ -28,6 +28,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   nc.retry_interval_ns = opts.arp_retry_ns;
   nc.max_retries = opts.arp_retries;
   e->neighbors_ = std::make_unique<neighbor::NeighborTable>(nc);
+  roce::cm::ConnectionManager::Config cc = opts.cm;
+  cc.mac = port->mac();
+  cc.addrs = nc.addrs;
+  e->cm_ = std::make_unique<roce::cm::ConnectionManager>(e->rc_.get(), cc);
   e->tx_.reserve(opts.burst);
   e->scratch_.resize(16384);
   e->tsc0_ = rte_get_tsc_cycles();
@@ -255,6 +259,8 @@ size_t Engine::Poll() {
   auto tx = [this](ByteSpan f) { SendRaw(f); };
   if (neighbors_->NextDeadline() <= now) neighbors_->Poll(now, tx);
   const size_t sent = rc_->Poll(now, 256);
+  const uint64_t cm_due = cm_->NextDeadline();
+  if (cm_due && cm_due <= now) cm_->Poll(now);
   FlushTx();
   return n + sent;
 }
@@ -316,6 +322,21 @@ absl::StatusOr<MacAddr> Engine::Resolve(const IpAddr& peer, uint64_t timeout_ns)
     if (NowNs() > deadline) return absl::DeadlineExceededError(absl::StrCat("resolving ", peer.ToString()));
     if (running_.load())
       std::this_thread::sleep_for(std::chrono::microseconds(100));
+    else
+      Poll();
+  }
+}
+
+bool Engine::WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns) {
+  const uint64_t deadline = NowNs() + timeout_ns;
+  for (;;) {
+    {
+      absl::MutexLock l(&mu_);
+      if (pred()) return true;
+    }
+    if (NowNs() > deadline) return false;
+    if (running_.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     else
       Poll();
   }

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,6 +30,7 @@
 #include <absl/status/statusor.h>
 #include <absl/synchronization/mutex.h>
 
+#include "stack/cm/cm.h"
 #include "stack/neighbor/neighbor.h"
 #include "stack/port/port.h"
 #include "stack/rc/device.h"
@@ -44,6 +46,8 @@ struct EngineOptions {
   // Neighbour resolution (MAC/addresses come from the port).
   uint64_t arp_retry_ns = 200'000'000;
   uint32_t arp_retries = 10;
+  // The connection manager on QP 1 (mac/addrs come from the port).
+  cm::ConnectionManager::Config cm;
 };
 
 struct EngineCounters {
@@ -63,6 +67,7 @@ class Engine : public rc::PacketSink {
 
   absl::Mutex& mu() { return mu_; }
   rc::RcDevice& rc() { return *rc_; }
+  cm::ConnectionManager& cm() { return *cm_; }
   neighbor::NeighborTable& neighbors() { return *neighbors_; }
   port::Port& port() { return *port_; }
 
@@ -83,6 +88,9 @@ class Engine : public rc::PacketSink {
   // Resolves `peer` by ARP/NDP, polling (inline) or waiting (dedicated) until
   // it resolves, fails or `timeout_ns` passes. Call without holding mu().
   absl::StatusOr<wire::MacAddr> Resolve(const wire::IpAddr& peer, uint64_t timeout_ns);
+  // Runs the engine (inline) or lets its thread run (dedicated) until pred(),
+  // evaluated with mu() held, is true or `timeout_ns` passes. Call without mu().
+  bool WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns);
 
   // QP creation/destruction with per-QP telemetry (/roce/qp/stats,<qpn>). Hold mu().
   rc::QueuePair* CreateQp(const rc::QpCaps& caps, rc::CompletionQueue* scq, rc::CompletionQueue* rcq,
@@ -107,6 +115,7 @@ class Engine : public rc::PacketSink {
   absl::Mutex mu_;
   std::unique_ptr<rc::RcDevice> rc_;
   std::unique_ptr<neighbor::NeighborTable> neighbors_;
+  std::unique_ptr<cm::ConnectionManager> cm_;
   std::vector<rte_mbuf*> tx_;
   std::vector<uint8_t> scratch_;
   EngineCounters counters_;

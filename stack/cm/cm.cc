@@ -96,6 +96,7 @@ struct ConnectionManager::Conn {
   bool mra_sent = false;
   uint64_t rx_at_accept = 0;     // the QP's received packets when we sent REP
   uint64_t timewait_deadline = 0;
+  uint64_t scheduled = 0;        // deadline the timer heap holds for us (0: none)
   // Replies to duplicates.
   bool have_last_reply = false;
   wire::CmMessage last_reply;    // REP (passive) or RTU (active)
@@ -170,6 +171,18 @@ uint64_t ConnectionManager::ResponseTimeoutNs() const { return TimeoutNs(cfg_.cm
 const ConnInfo* ConnectionManager::Info(ConnId id) const {
   const Conn* c = Find(id);
   return c ? &c->info : nullptr;
+}
+
+void ConnectionManager::ArmTimer(Conn* c) {
+  const uint64_t d = c->Deadline();
+  if (d && (c->scheduled == 0 || d < c->scheduled)) {
+    c->scheduled = d;
+    timers_.push({d, c->id});
+  }
+  if (c->info.state == ConnState::kRepSent)
+    rep_sent_.insert(c->id);
+  else
+    rep_sent_.erase(c->id);
 }
 
 void ConnectionManager::Emit(Conn* c, Event e) {
@@ -376,6 +389,7 @@ void ConnectionManager::SendMad(Conn* c, uint64_t tid, CmMessage msg, uint64_t n
     c->retx_tid = tid;
     c->retx_msg = std::move(msg);
   }
+  ArmTimer(c);
 }
 
 void ConnectionManager::SendRej(const NetHeaders& path, uint64_t tid, uint32_t local_comm,
@@ -427,6 +441,7 @@ void ConnectionManager::Establish(Conn* c, uint64_t now) {
   c->info.state = ConnState::kEstablished;
   c->retx_armed = false;
   c->mra_deadline = 0;
+  rep_sent_.erase(c->id);
   counters.established++;
   Emit(c, Event::kEstablished);
 }
@@ -436,14 +451,19 @@ void ConnectionManager::EnterTimeWait(Conn* c, uint64_t now) {
   c->retx_armed = false;
   c->mra_deadline = 0;
   c->timewait_deadline = now + std::max<uint64_t>(cfg_.time_wait_ns, 1);
+  ArmTimer(c);
 }
 
 void ConnectionManager::Close(Conn* c) {
   if (c->info.state == ConnState::kClosed) {
-    if (c->released) conns_.erase(c->id);
+    if (c->released) {
+      rep_sent_.erase(c->id);
+      conns_.erase(c->id);
+    }
     return;
   }
   c->info.state = ConnState::kClosed;
+  rep_sent_.erase(c->id);
   c->retx_armed = false;
   c->mra_deadline = 0;
   c->timewait_deadline = 0;
@@ -797,6 +817,7 @@ void ConnectionManager::OnReq(const RocePacket& p, const MadHeader& h, const CmR
   const uint64_t mra_after =
       cfg_.mra_after_ns ? cfg_.mra_after_ns : TimeoutNs(std::min(m.remote_cm_response_timeout, cfg_.cm_response_timeout)) / 2;
   c->mra_deadline = now + std::max<uint64_t>(mra_after, 1);
+  ArmTimer(c);
   l->pending.push_back(id);
   if (on_request) on_request(l->id);
 }
@@ -812,6 +833,7 @@ void ConnectionManager::OnMra(const RocePacket& p, const CmMra& m, uint64_t now)
   c->info.state = ConnState::kMraReceived;
   // Wait as long as the peer asked before asking again.
   c->retx_deadline = now + TimeoutNs(m.service_timeout) + ResponseTimeoutNs();
+  ArmTimer(c);
 }
 
 void ConnectionManager::OnRej(const RocePacket& p, const CmRej& m, uint64_t now) {
@@ -1031,38 +1053,31 @@ void ConnectionManager::Poll(uint64_t now) {
       break;
     }
   }
-  std::vector<ConnId> due;
-  for (const auto& [id, c] : conns_) {
-    const uint64_t d = c->Deadline();
-    bool first_data = false;
-    if (c->info.state == ConnState::kRepSent) {
-      const rc::QueuePair* qp = dev_->FindQp(c->info.qpn);
-      first_data = qp && qp->counters.rx_packets > c->rx_at_accept;
-    }
-    if ((d && now >= d) || first_data) due.push_back(id);
+  // Passive connections whose RTU may be lost: data from the peer means it
+  // got our REP.
+  for (auto it = rep_sent_.begin(); it != rep_sent_.end();) {
+    Conn* c = Find(*it);
+    ++it;
+    if (!c || c->info.state != ConnState::kRepSent) continue;
+    const rc::QueuePair* qp = dev_->FindQp(c->info.qpn);
+    if (qp && qp->counters.rx_packets > c->rx_at_accept) Establish(c, now);
   }
-  for (ConnId id : due) {
+  while (!timers_.empty() && timers_.top().first <= now) {
+    const auto [d, id] = timers_.top();
+    timers_.pop();
     Conn* c = Find(id);
-    if (!c) continue;
-    if (c->info.state == ConnState::kRepSent) {
-      const rc::QueuePair* qp = dev_->FindQp(c->info.qpn);
-      if (qp && qp->counters.rx_packets > c->rx_at_accept) {  // a lost RTU loses nothing
-        Establish(c, now);
-        continue;
-      }
-    }
+    if (!c || c->scheduled != d) continue;  // stale entry
+    c->scheduled = 0;
     OnTimer(c, now);
+    if ((c = Find(id)) != nullptr) ArmTimer(c);  // a later deadline gets its entry back
   }
 }
 
 uint64_t ConnectionManager::NextDeadline() const {
-  uint64_t d = deferred_.empty() ? 0 : 1;
-  for (const auto& [id, c] : conns_) {
-    uint64_t t = c->Deadline();
-    if (c->info.state == ConnState::kRepSent) t = t ? std::min<uint64_t>(t, 1) : 1;  // watch for data
-    if (t && (!d || t < d)) d = t;
-  }
-  return d;
+  if (!deferred_.empty() || !rep_sent_.empty()) return 1;  // as soon as possible
+  // The heap's top may be stale (a deadline that moved later): firing it
+  // early costs a no-op pass.
+  return timers_.empty() ? 0 : timers_.top().first;
 }
 
 }  // namespace roce::cm

@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <queue>
 #include <random>
 #include <set>
 #include <string>
@@ -269,6 +270,13 @@ class ConnectionManager {
     std::array<uint8_t, wire::mad::kLen> mad;
   };
   std::deque<Deferred> deferred_;  // the device was busy
+  // Timers: a min-heap of (deadline, conn) with lazy deletion (a conn keeps
+  // one live entry, its earliest deadline); passive connections in RepSent
+  // are also watched for their first data packet (a lost RTU).
+  void ArmTimer(Conn* c);
+  using TimerEntry = std::pair<uint64_t, ConnId>;
+  std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>> timers_;
+  std::set<ConnId> rep_sent_;
 };
 
 }  // namespace roce::cm

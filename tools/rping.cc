@@ -38,7 +38,7 @@ using namespace roce;
 namespace {
 
 constexpr uint32_t kInfoLen = 16;
-constexpr uint32_t kMinSize = 26;  // "rdma-ping-2147483647: " and the terminating zero
+constexpr uint32_t kMinSize = 23;  // as rping (the ping text is cut to fit)
 constexpr uint64_t kWaitNs = 30'000'000'000ull;  // per step
 
 struct Options {
@@ -48,6 +48,10 @@ struct Options {
   uint32_t size = 100;
   uint64_t count = 0;  // 0: until killed (client) / the client leaves (server)
   bool verbose = false, validate = false, debug = false, persistent = false;
+  uint64_t cycles = 1;       // --cycles N: the client connects, pings -C, disconnects, N times
+  uint32_t drop_dreqs = 0;   // --cm-drop-rx-dreqs N: fault injection
+  uint32_t drop_tx_dreqs = 0;  // --cm-drop-tx-dreqs N: fault injection (forces crossed DREQs)
+  int expect_reject = -1;    // --expect-reject R: succeed only if the peer rejects with reason R
   tools::HostOptions host;
 };
 
@@ -66,7 +70,14 @@ void Usage(const char* argv0) {
                "\t-a addr\t\taddress\n"
                "\t-p port\t\tport\n"
                "\t-P\t\tpersistent server mode allowing multiple connections\n"
-               "\t-q\t\tuse self-created, self-modified QP (always the case here)\n%s",
+               "\t-q\t\tuse self-created, self-modified QP (always the case here)\n"
+               "\t--cycles N\tclient: connect, ping -C times, disconnect; N times in one process,\n"
+               "\t\t\tthen check that nothing leaked (QPs, connections, mbufs, memory)\n"
+               "\t--cm-drop-rx-dreqs N\tignore the first N DREQs received (as if lost)\n"
+               "\t--cm-drop-tx-dreqs N\tlose the first N DREQs we send (retransmitted later):\n"
+               "\t\t\twith a server's -C, the peer's DREQ crosses ours\n"
+               "\t--expect-reject R\tclient: succeed only if the peer rejects with REJ reason R\n"
+               "\tA server given -C disconnects after that many pings.\n%s",
                argv0, argv0, tools::kHostOptionsUsage);
 }
 
@@ -270,14 +281,26 @@ int RunClient(const Options& opt, engine::Engine& eng, const wire::IpAddr& local
     if (info->state != cm::ConnState::kEstablished) {
       if (info->timed_out)
         std::fprintf(stderr, "rping: connect to %s:%u timed out\n", peer.ToString().c_str(), opt.port);
-      else
-        std::fprintf(stderr, "rping: connection to %s:%u rejected (REJ reason %u)\n", peer.ToString().c_str(),
-                     opt.port, info->reject_reason);
+      else {
+        std::string pd;
+        for (uint8_t b : info->private_data) {
+          if (!b) break;
+          pd += (b >= 32 && b < 127) ? static_cast<char>(b) : '.';
+        }
+        std::printf("rping: connection to %s:%u rejected: REJ reason %u, private data \"%s\"\n",
+                    peer.ToString().c_str(), opt.port, info->reject_reason, pd.c_str());
+      }
+      const bool expected = !info->timed_out && opt.expect_reject == info->reject_reason;
       eng.cm().Release(id, eng.NowNs());
-      return 1;
+      return expected ? 0 : 1;
     }
     DEBUG_LOG("rdma_connect successful (local %s:%u, QPN 0x%x; peer QPN 0x%x)\n", local.ToString().c_str(),
               info->local_port, info->qpn, info->peer_qpn);
+    if (opt.expect_reject >= 0) {
+      std::fprintf(stderr, "rping: connected, but a reject (reason %d) was expected\n", opt.expect_reject);
+      eng.cm().Disconnect(id, eng.NowNs()).IgnoreError();
+      return 1;
+    }
   }
   auto gone = [&] {
     const cm::ConnInfo* i = eng.cm().Info(id);
@@ -315,6 +338,76 @@ int RunClient(const Options& opt, engine::Engine& eng, const wire::IpAddr& local
     eng.cm().Release(id, eng.NowNs());
   }
   return rc;
+}
+
+struct ResourceUse {
+  size_t qps = 0, conns = 0, ports = 0, mbufs = 0, regions = 0, rss_kb = 0;
+};
+size_t RssKb() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long size = 0, rss = 0;
+  if (f) {
+    if (std::fscanf(f, "%lu %lu", &size, &rss) != 2) rss = 0;
+    std::fclose(f);
+  }
+  return rss * 4;
+}
+ResourceUse Measure(engine::Engine& eng) {
+  ResourceUse u;
+  {
+    absl::MutexLock l(&eng.mu());
+    u.qps = eng.rc().QpsInUse();
+    u.conns = eng.cm().Connections();
+    u.ports = eng.cm().BoundPorts();
+    u.regions = eng.rc().memory().live_regions();
+  }
+  u.mbufs = eng.port().Stats().pool_in_use;
+  u.rss_kb = RssKb();
+  return u;
+}
+
+// --cycles: connect, ping, disconnect, N times; afterwards (time-wait over)
+// nothing the connections used may still be held, and the time per cycle
+// must not grow (no stall).
+int RunCycles(const Options& opt, engine::Engine& eng, const wire::IpAddr& local, const wire::IpAddr& peer) {
+  if (opt.cycles == 1) return RunClient(opt, eng, local, peer);
+  const ResourceUse before = Measure(eng);
+  const auto t0 = std::chrono::steady_clock::now();
+  double first_half = 0, worst = 0;
+  for (uint64_t i = 0; i < opt.cycles; i++) {
+    const auto c0 = std::chrono::steady_clock::now();
+    if (RunClient(opt, eng, local, peer) != 0) {
+      std::fprintf(stderr, "rping: cycle %llu failed\n", static_cast<unsigned long long>(i));
+      return 1;
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    worst = std::max(worst, s);
+    if (i < opt.cycles / 2) first_half += s;
+  }
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Past time-wait (the CM's) and the QPN quarantine, the engine must hold
+  // what it held before the first connection.
+  eng.WaitUntil([&] { return eng.cm().Connections() == 0; }, 10'000'000'000ull);
+  tools::PollFor(eng, std::chrono::milliseconds(200));
+  const ResourceUse after = Measure(eng);
+  const double second_half = total - first_half;
+  std::printf("rping: %llu cycles in %.1f s (%.1f ms each, worst %.1f ms; first half %.1f s, second %.1f s)\n",
+              static_cast<unsigned long long>(opt.cycles), total, 1000 * total / opt.cycles, 1000 * worst,
+              first_half, second_half);
+  std::printf("rping: before/after: QPs %zu/%zu, connections %zu/%zu, bound ports %zu/%zu, mbufs %zu/%zu, "
+              "memory regions %zu/%zu, RSS %zu/%zu KiB\n",
+              before.qps, after.qps, before.conns, after.conns, before.ports, after.ports, before.mbufs, after.mbufs,
+              before.regions, after.regions, before.rss_kb, after.rss_kb);
+  bool ok = after.qps == before.qps && after.conns == before.conns && after.ports == before.ports &&
+            after.regions == before.regions && after.mbufs <= before.mbufs + 64 &&
+            after.rss_kb <= before.rss_kb + 16 * 1024;
+  // No stall: the second half no slower than twice the first.
+  if (second_half > 2 * first_half + 1.0) {
+    std::fprintf(stderr, "rping: cycles slowed down (first half %.1f s, second half %.1f s)\n", first_half, second_half);
+    ok = false;
+  }
+  if (!ok) std::fprintf(stderr, "rping: resources leaked over the cycles\n");
+  return ok ? 0 : 1;
 }
 
 int ServeOne(const Options& opt, engine::Engine& eng, cm::ListenerId lid) {
@@ -372,6 +465,7 @@ int ServeOne(const Options& opt, engine::Engine& eng, cm::ListenerId lid) {
     const uint32_t len = static_cast<uint32_t>(strnlen(s.rdma(), opt.size - 1)) + 1;
     if (!s.Rdma(rc::WrOp::kWrite, len) || !s.Wait(false, gone)) { rc = 1; break; }
     if (!s.SendInfo(true) || !s.Wait(false, gone)) { rc = 1; break; }    // ACK
+    if (opt.count && ping + 1 >= opt.count) break;  // ours: disconnect after -C pings
   }
   {
     absl::MutexLock l(&eng.mu());
@@ -431,7 +525,11 @@ int RunServer(const Options& opt, engine::Engine& eng, const wire::IpAddr& bind_
 
 int main(int argc, char** argv) {
   Options opt;
-  std::vector<option> longopts = {{"help", no_argument, nullptr, 'h'}};
+  std::vector<option> longopts = {{"help", no_argument, nullptr, 'h'},
+                                  {"cycles", required_argument, nullptr, 0x2000},
+                                  {"cm-drop-rx-dreqs", required_argument, nullptr, 0x2001},
+                                  {"expect-reject", required_argument, nullptr, 0x2002},
+                                  {"cm-drop-tx-dreqs", required_argument, nullptr, 0x2003}};
   tools::AddHostLongOptions(&longopts);
   int c;
   while ((c = getopt_long(argc, argv, "a:I:Pp:C:S:t:scvVdqh", longopts.data(), nullptr)) != -1) {
@@ -450,6 +548,10 @@ int main(int argc, char** argv) {
       case 'q': break;  // our QPs are always created and moved by us
       case 't': break;  // tos: not offered
       case 'h': Usage(argv[0]); return 0;
+      case 0x2000: opt.cycles = std::max<uint64_t>(1, std::strtoull(optarg, nullptr, 0)); break;
+      case 0x2001: opt.drop_dreqs = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
+      case 0x2002: opt.expect_reject = std::atoi(optarg); break;
+      case 0x2003: opt.drop_tx_dreqs = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       default:
         if (!tools::ParseHostOption(c, optarg, &opt.host)) {
           Usage(argv[0]);
@@ -465,6 +567,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "Invalid size %u (valid range is %u to %u)\n", opt.size, kMinSize, 1u << 30);
     return 1;
   }
+  opt.host.engine.cm.drop_rx_dreqs = opt.drop_dreqs;
+  opt.host.engine.cm.drop_tx_dreqs = opt.drop_tx_dreqs;
   auto host = tools::BringUp(opt.host);
   if (!host.ok()) {
     std::fprintf(stderr, "%s\n", std::string(host.status().message()).c_str());
@@ -494,7 +598,7 @@ int main(int argc, char** argv) {
       }
       local = *l;
     }
-    rc = RunClient(opt, eng, local, addr);
+    rc = RunCycles(opt, eng, local, addr);
   }
   std::fflush(stdout);
   return rc;

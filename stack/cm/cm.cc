@@ -373,7 +373,13 @@ void ConnectionManager::SendMadTo(const NetHeaders& path, uint64_t tid, const Cm
     case wcm::kAttrRej: counters.tx_rej++; break;
     case wcm::kAttrRep: counters.tx_rep++; break;
     case wcm::kAttrRtu: counters.tx_rtu++; break;
-    case wcm::kAttrDreq: counters.tx_dreq++; break;
+    case wcm::kAttrDreq:
+      counters.tx_dreq++;
+      if (cfg_.drop_tx_dreqs > 0) {  // fault injection (Config::drop_tx_dreqs)
+        cfg_.drop_tx_dreqs--;
+        return;
+      }
+      break;
     case wcm::kAttrDrep: counters.tx_drep++; break;
     default: break;
   }
@@ -920,6 +926,10 @@ void ConnectionManager::OnRtu(const RocePacket& p, const CmRtu& m, uint64_t now)
 
 void ConnectionManager::OnDreq(const RocePacket& p, const MadHeader& h, const CmDreq& m, uint64_t now) {
   counters.rx_dreq++;
+  if (cfg_.drop_rx_dreqs > 0) {  // fault injection (Config::drop_rx_dreqs)
+    cfg_.drop_rx_dreqs--;
+    return;
+  }
   Conn* c = FindByLocalCommId(m.remote_comm_id);
   if (c && c->peer_ip != p.SrcIp()) c = nullptr;
   auto drep = [&](uint32_t local, uint32_t remote) {

@@ -154,6 +154,12 @@ class ConnectionManager {
     uint64_t time_wait_ns = 2'000'000'000;
     uint16_t ephemeral_first = kEphemeralFirst, ephemeral_last = kEphemeralLast;
     uint64_t seed = 0;                    // 0: random (comm IDs, PSNs, ephemeral ports)
+    // Fault injection for tests: the first N DREQs received are ignored, as
+    // if lost (the peer retransmits them): forces crossed DREQs on a real link.
+    uint32_t drop_rx_dreqs = 0;
+    // ... and the first N DREQs we send leave nothing on the wire (our
+    // retransmission follows): the peer's own DREQ then finds ours outstanding.
+    uint32_t drop_tx_dreqs = 0;
   };
 
   ConnectionManager(rc::RcDevice* dev, const Config& cfg);
@@ -203,6 +209,7 @@ class ConnectionManager {
   void Poll(uint64_t now);
   uint64_t NextDeadline() const;  // 0: none
   size_t Connections() const { return conns_.size(); }
+  size_t BoundPorts() const { return bound_.size(); }
 
   CmCounters counters;
 

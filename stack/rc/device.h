@@ -64,6 +64,7 @@ class RcDevice {
   // The QPN enters quarantine (Config::qpn_quarantine_ns).
   void DestroyQp(QueuePair* qp);
   size_t QuarantinedQpns() const { return quarantine_.size(); }
+  size_t QpsInUse() const { return qps_.size() - 2 - free_slots_.size(); }
   // Latest time seen (Poll / OnFrame / OnPacket / AdvanceTime).
   uint64_t now() const { return now_; }
   void AdvanceTime(uint64_t now) { now_ = std::max(now_, now); }

@@ -379,6 +379,39 @@ def check_capture(build, pcap, expect_roce):
     return problems, notes
 
 
+CM_ATTRS = {"REQ": 0x10, "MRA": 0x11, "REJ": 0x12, "REP": 0x13, "RTU": 0x14, "DREQ": 0x15, "DREP": 0x16}
+
+
+def check_cm_mads(pcap, specs, host_ip, notes):
+    """--expect-cm ATTR@host|guest[:N]: tshark decodes the CM MADs; at least N
+    of ATTR from our address (host) or any other (guest)."""
+    rc, out, err = run(["tshark", "-n", "-r", pcap, "-Y", "infiniband.mad.attributeid", "-T", "fields",
+                        "-e", "ip.src", "-e", "ipv6.src", "-e", "infiniband.mad.attributeid"], timeout=600)
+    if rc != 0:
+        return [f"tshark (CM MADs) exited {rc}: {err.strip()[-300:]}"]
+    seen = {}
+    for line in out.splitlines():
+        f = line.split("\t")
+        if len(f) < 3 or not f[2]:
+            continue
+        src = f[0] or f[1]
+        who = "host" if src == host_ip.split("/")[0] else "guest"
+        seen[(who, int(f[2], 16))] = seen.get((who, int(f[2], 16)), 0) + 1
+    names = {v: k for k, v in CM_ATTRS.items()}
+    notes.append("CM MADs: " + ", ".join(f"{names.get(k[1], hex(k[1]))}@{k[0]}={v}" for k, v in sorted(seen.items())))
+    problems = []
+    for spec in specs:
+        m = re.match(r"^(\w+)@(host|guest)(?::(\d+))?$", spec)
+        if not m or m.group(1) not in CM_ATTRS:
+            problems.append(f"bad --expect-cm {spec}")
+            continue
+        want = int(m.group(3) or 1)
+        got = seen.get((m.group(2), CM_ATTRS[m.group(1)]), 0)
+        if got < want:
+            problems.append(f"expected at least {want} CM {m.group(1)} from {m.group(2)} on the wire, saw {got}")
+    return problems
+
+
 # --------------------------------------------------------------- counters
 def counter_deltas(before, after):
     return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
@@ -481,6 +514,11 @@ def parse_args(argv):
                     help="fail unless our rc-pingpong's closing counter line shows COUNTER > 0 "
                          "(e.g. retransmits, seq-naks: sent/received summed)")
     ap.add_argument("--timeout", type=float, help="seconds for the commands (default from size/iters)")
+    ap.add_argument("--guest-bg", action="append", default=[], metavar="vmN:CMD",
+                    help="a guest command (a server) started before the host command and killed once it exits")
+    ap.add_argument("--expect-cm", action="append", default=[], metavar="ATTR@host|guest[:N]",
+                    help="the capture must hold at least N (default 1) CM MADs of ATTR "
+                         "(REQ MRA REJ REP RTU DREQ DREP) sent by our stack (host) or a guest")
     args = ap.parse_args(argv)
     if args.case:
         line = find_case(args.case)
@@ -526,7 +564,9 @@ def run_case(a, report):
            # the guest does not see every host path (its /tmp is its own): free
            # guest commands get our pyverbs peer inline, `{rdma_peer} ARGS`
            "rdma_peer": "/usr/bin/python3 -c " + shlex.quote(
-               open(os.path.join(SOURCE_DIR, "tests", "interop", "rdma_peer.py")).read())}
+               open(os.path.join(SOURCE_DIR, "tests", "interop", "rdma_peer.py")).read()),
+           "rdmacm_peer": "/usr/bin/python3 -c " + shlex.quote(
+               open(os.path.join(SOURCE_DIR, "tests", "interop", "rdmacm_peer.py")).read())}
     name = a.name or "adhoc"
     capdir = os.path.abspath(a.captures or os.path.join(build, "interop-captures"))
     os.makedirs(capdir, exist_ok=True)
@@ -537,7 +577,7 @@ def run_case(a, report):
     pingpong = bool(a.server or a.client)
     if pingpong and not (a.server and a.client):
         raise Failure("--server and --client go together")
-    if pingpong and (a.host_cmd or a.guest_cmd):
+    if pingpong and (a.host_cmd or a.guest_cmd or a.guest_bg):
         raise Failure("--server/--client or --host-cmd/--guest-cmd, not both")
     uses_host = a.host_cmd or "host" in (a.server, a.client)
     if "host" in (a.server, a.client):
@@ -551,7 +591,7 @@ def run_case(a, report):
         raise Failure("our stack needs --attach tap|af_packet")
     iface = a.iface or {"tap": "dtap0", "af_packet": "dpdk0"}.get(a.attach, "")
     vms_used = [endpoint_vm(e) for e in (a.server, a.client)] + \
-               [endpoint_vm(g.split(":", 1)[0]) for g in a.guest_cmd]
+               [endpoint_vm(g.split(":", 1)[0]) for g in a.guest_cmd + a.guest_bg]
     nvms = a.vms or max([v for v in vms_used if v] + [1])
     timeout = a.timeout or default_timeout(a)
 
@@ -630,6 +670,8 @@ def run_case(a, report):
 
     t0 = time.time()
     cp, notes = check_capture(build, base + ".pcap", expect_roce=not a.no_roce)
+    if a.expect_cm:
+        cp += check_cm_mads(base + ".pcap", a.expect_cm, a.host_ip6 if a.ipv6 else a.host_ip, notes)
     if a.ipv6 and uses_host_stack(a):
         cp += check_udp6_checksums(base + ".pcap", a.host_ip6, notes)
     report["capture_check_s"] = round(time.time() - t0, 1)
@@ -811,6 +853,15 @@ def run_free(a, peer, env, fmt, iface, base, timeout, report):
     problems = []
     deadline = time.time() + timeout
     jobs = []
+    bg = []
+    for g in a.guest_bg:
+        vm, cmd = g.split(":", 1)
+        n = endpoint_vm(vm)
+        cmd = cmd.format(**fmt)
+        log(f"guest vm{n} (background): {cmd}")
+        bg.append((f"vm{n}", cmd, peer.start_job(n, cmd, timeout + 10)))
+    if bg:
+        time.sleep(2)  # let the servers listen
     for g in a.guest_cmd:
         vm, cmd = g.split(":", 1)
         n = endpoint_vm(vm)
@@ -834,6 +885,12 @@ def run_free(a, peer, env, fmt, iface, base, timeout, report):
         if rc != 0:
             problems.append(f"host command exited {rc}" + (" (timeout)" if rc == 124 else "") + ":\n"
                             + "\n".join(out.strip().splitlines()[-40:]))
+    for vm, cmd, job in bg:
+        rc, out = peer.kill_job(job)
+        with open(f"{base}.{vm}.bg.txt", "w") as f:
+            f.write(out)
+        report["commands"][vm + "-bg"] = {"cmd": cmd, "output_tail": out.strip().splitlines()[-8:]}
+        log(f"{vm} background command stopped")
     for vm, cmd, job, start in jobs:
         rc, out = peer.wait_job(job, max(deadline - time.time(), 5))
         with open(f"{base}.{vm}.txt", "w") as f:

@@ -81,8 +81,8 @@ void Usage(const char* argv0) {
                argv0, argv0, tools::kHostOptionsUsage);
 }
 
-#define DEBUG_LOG(...)                      \
-  do {                                      \
+#define DEBUG_LOG(...)                       \
+  do {                                       \
     if (opt.debug) std::printf(__VA_ARGS__); \
   } while (0)
 
@@ -487,6 +487,8 @@ int ServeOne(const Options& opt, engine::Engine& eng, cm::ListenerId lid) {
   }
   {
     absl::MutexLock l(&eng.mu());
+    DEBUG_LOG("rping server: disconnected (crossed DREQs so far: %llu)\n",
+              static_cast<unsigned long long>(eng.cm().counters.crossed_dreqs));
     eng.cm().Release(id, eng.NowNs());
   }
   // Let the last ACKs go before the QP is destroyed.

@@ -960,6 +960,7 @@ void ConnectionManager::OnDreq(const RocePacket& p, const MadHeader& h, const Cm
       return;
     case ConnState::kDreqSent:
       // Crossed DREQs (perftest does it): answer, and our disconnect is done.
+      counters.crossed_dreqs++;
       c->info.peer_disconnected = true;
       drep(c->info.local_comm_id, c->info.peer_comm_id);
       EnterTimeWait(c, now);

@@ -138,6 +138,7 @@ struct CmCounters {
   uint64_t dropped_bad = 0;     // malformed, wrong class/Q_Key/transport, unsupported (SIDR, LAP)
   uint64_t dropped_stale = 0;   // for no connection, or one in a state that ignores it
   uint64_t rej_no_listener = 0, rej_backlog = 0, timeouts = 0, established = 0;
+  uint64_t crossed_dreqs = 0;   // the peer's DREQ arrived while ours was outstanding
 };
 
 class ConnectionManager {

@@ -235,6 +235,125 @@ TEST_F(EngineRing, RecoversFromLossInjectedByThePort) {
   EXPECT_GT(h(0).port->Stats().tx_faults.dropped + h(0).port->Stats().rx_faults.dropped, 0u);
 }
 
+// The connection manager over the ring: a connects to b's listener with CM
+// MADs on QP 1 (REQ/REP/RTU), a Send crosses the new connection, a
+// disconnects (DREQ/DREP) — once with both engines polled by this thread,
+// once with b's engine on its own thread and a's driven inline by
+// Engine::WaitUntil (the two progress modes).
+void CmRoundTrip(tools::TwoStacks& ts, bool b_dedicated) {
+  engine::Engine& ea = *ts.a().eng;
+  engine::Engine& eb = *ts.b().eng;
+  rc::CompletionQueue scq(64), rcq(64), bscq(64), brcq(64);
+  rc::QueuePair* qa = nullptr;
+  rc::QueuePair* qb = nullptr;
+  cm::ListenerId lid = 0;
+  const wire::IpAddr ipa = *ea.LocalIp(false), ipb = *eb.LocalIp(false);
+  {
+    absl::MutexLock l(&eb.mu());
+    ASSERT_TRUE(eb.cm().BindPort(ipb, 7174).ok());
+    auto li = eb.cm().Listen(ipb, 7174, 4);
+    ASSERT_TRUE(li.ok()) << li.status();
+    lid = *li;
+    qb = eb.CreateQp({}, &bscq, &brcq);
+  }
+  if (b_dedicated) {
+    ASSERT_TRUE(eb.Start().ok());
+  }
+  auto mac = ea.Resolve(ipb, 2'000'000'000);
+  ASSERT_TRUE(mac.ok());
+  cm::ConnId ca;
+  {
+    absl::MutexLock l(&ea.mu());
+    qa = ea.CreateQp({}, &scq, &rcq);
+    cm::ConnectParams cp;
+    cp.qpn = qa->qpn();
+    cp.local_ip = ipa;
+    cp.peer_ip = ipb;
+    cp.peer_port = 7174;
+    cp.peer_mac = *mac;
+    cp.private_data = {'h', 'i'};
+    auto c = ea.cm().Connect(cp, ea.NowNs());
+    ASSERT_TRUE(c.ok()) << c.status();
+    ca = *c;
+  }
+  // b accepts from this thread: inline it must poll both engines.
+  auto poll_both_until = [&](const std::function<bool()>& pred) {
+    for (int i = 0; i < 2'000'000; i++) {
+      if (!b_dedicated) eb.Poll();
+      ea.Poll();
+      if (pred()) return true;
+    }
+    return false;
+  };
+  cm::ConnRequest req;
+  ASSERT_TRUE(poll_both_until([&] {
+    absl::MutexLock l(&eb.mu());
+    return eb.cm().GetRequest(lid, &req);
+  }));
+  EXPECT_EQ(req.peer_ip, ipa);
+  EXPECT_EQ(req.private_data[0], 'h');
+  std::vector<uint8_t> buf(100, 7), rbuf(100, 0);
+  mem::RegionInfo sr, rr;
+  {
+    absl::MutexLock l(&eb.mu());
+    cm::AcceptParams ap;
+    ap.qpn = qb->qpn();
+    ASSERT_TRUE(eb.cm().Accept(req.id, ap, eb.NowNs()).ok());
+    eb.rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(rbuf.data()), rbuf.size(), mem::kLocalWrite, &rr);
+    rc::Sge s{reinterpret_cast<uint64_t>(rbuf.data()), 100, rr.local_token};
+    rc::RecvWr w;
+    w.context = 5;
+    w.sge = &s;
+    w.num_sge = 1;
+    ASSERT_EQ(qb->PostRecv(w), rc::PostResult::kOk);
+  }
+  ASSERT_TRUE(poll_both_until([&] {
+    absl::MutexLock l(&ea.mu());
+    return ea.cm().Info(ca)->state == cm::ConnState::kEstablished;
+  }));
+  {
+    absl::MutexLock l(&ea.mu());
+    ea.rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(buf.data()), buf.size(), 0, &sr);
+    rc::Sge s{reinterpret_cast<uint64_t>(buf.data()), 100, sr.local_token};
+    rc::SendWr w;
+    w.context = 6;
+    w.sge = &s;
+    w.num_sge = 1;
+    ASSERT_EQ(qa->PostSend(w), rc::PostResult::kOk);
+  }
+  ASSERT_TRUE(poll_both_until([&] { return brcq.size() == 1 && scq.size() == 1; }));
+  EXPECT_EQ(rbuf, buf);
+  {
+    absl::MutexLock l(&ea.mu());
+    ASSERT_TRUE(ea.cm().Disconnect(ca, ea.NowNs()).ok());
+  }
+  ASSERT_TRUE(poll_both_until([&] {
+    absl::MutexLock la(&ea.mu());
+    absl::MutexLock lb(&eb.mu());
+    return ea.cm().Info(ca)->state == cm::ConnState::kTimeWait && eb.cm().Info(req.id)->peer_disconnected;
+  }));
+  if (b_dedicated) eb.Stop();
+  for (engine::Engine* e : {&ea, &eb}) {
+    absl::MutexLock l(&e->mu());
+    e->cm().Release(e == &ea ? ca : req.id, e->NowNs());
+    e->rc().memory().DeregisterRegion(e == &ea ? sr.handle : rr.handle);
+    e->DestroyQp(e == &ea ? qa : qb);
+  }
+  {
+    absl::MutexLock l(&eb.mu());
+    eb.cm().CloseListener(lid, eb.NowNs());
+    eb.cm().UnbindPort(ipb, 7174);
+  }
+}
+
+TEST_F(EngineRing, ConnectionManagerInlineAndDedicated) {
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_cm")));
+  ASSERT_NO_FATAL_FAILURE(CmRoundTrip(*ts_, false));
+  ASSERT_NO_FATAL_FAILURE(CmRoundTrip(*ts_, true));
+  EXPECT_EQ(h(0).eng->cm().counters.established, 2u);
+  EXPECT_EQ(h(1).eng->cm().counters.established, 2u);
+}
+
 TEST_F(EngineRing, DedicatedPollingThread) {
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_thread")));
   ASSERT_TRUE(h(1).eng->Start().ok());

@@ -30,7 +30,10 @@ def main():
     data = a.private.encode()
     for i in range(a.count):
         req = listener.get_request()
-        req.reject(private_data=data, private_data_len=len(data))
+        try:  # the keyword differs between pyverbs versions
+            req.reject(private_data=data)
+        except TypeError:
+            req.reject(data, len(data))
         print(f"rdmacm_peer: rejected request {i + 1} with {len(data)} bytes of private data", flush=True)
         req.close()
     listener.close()

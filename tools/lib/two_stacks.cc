@@ -23,6 +23,8 @@ absl::StatusOr<std::unique_ptr<TwoStacks>> TwoStacks::Open(const TwoStacksOption
     if (i == 0) p.capture = o.capture_a;
     engine::EngineOptions eo;
     eo.rc.tuning = o.tuning;
+    if (o.max_qps) eo.rc.max_qps = o.max_qps;
+    eo.cm = o.cm;
     if (o.mem_seed) eo.rc.mem_seed = o.mem_seed + i;
     eo.arp_retry_ns = 20'000'000;
     auto h = OpenStackHost(p, eo);

@@ -31,6 +31,10 @@ struct TwoStacksOptions {
   uint32_t cq_depth = 4096;
   rc::QpCaps caps;
   rc::QpTuning tuning;
+  // Both engines' connection managers (mac/addrs come from the ports), and
+  // their QP slots (0: the RC device's default).
+  cm::ConnectionManager::Config cm;
+  uint32_t max_qps = 0;
 };
 
 class TwoStacks {

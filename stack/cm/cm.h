@@ -267,7 +267,7 @@ class ConnectionManager {
   uint32_t qp1_psn_ = 0;
   absl::flat_hash_map<ConnId, std::unique_ptr<Conn>> conns_;
   absl::flat_hash_map<uint32_t, ConnId> by_comm_id_;  // local comm ID -> conn
-  std::map<std::pair<std::array<uint8_t, 16>, uint32_t>, ConnId> by_peer_comm_id_;  // (peer IP, peer comm ID)
+  absl::flat_hash_map<std::pair<std::array<uint8_t, 16>, uint32_t>, ConnId> by_peer_comm_id_;  // (peer IP, peer comm ID)
   std::map<ListenerId, Listener> listeners_;
   std::set<std::pair<uint16_t, std::array<uint8_t, 16>>> bound_;  // (port, ip); ip :: = any
   ConnId next_conn_ = 1;

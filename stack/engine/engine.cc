@@ -349,7 +349,9 @@ rc::QueuePair* Engine::CreateQp(const rc::QpCaps& caps, rc::CompletionQueue* scq
   const uint32_t qpn = qp->qpn();
   // The registration is removed (under the registry lock) before the QP is
   // destroyed, so the callback never sees a dead QP.
-  auto reg = port::RegisterTelemetry("qp", qpn, [q = qp](port::TelemetryDict& d) {
+  // Two engines (ports) in one process hand out the same QPNs: the id is
+  // port << 24 | QPN.
+  auto reg = port::RegisterTelemetry("qp", QpTelemetryId(qpn), [q = qp](port::TelemetryDict& d) {
     d.AddString("state", rc::QpStateName(q->state()));
     q->counters.ForEach([&d](const char* name, uint64_t v) { d.Add(name, v); });
   });

@@ -92,7 +92,9 @@ class Engine : public rc::PacketSink {
   // evaluated with mu() held, is true or `timeout_ns` passes. Call without mu().
   bool WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns);
 
-  // QP creation/destruction with per-QP telemetry (/roce/qp/stats,<qpn>). Hold mu().
+  // The id of a QP's telemetry: /roce/qp/stats,<port id << 24 | qpn>.
+  uint64_t QpTelemetryId(uint32_t qpn) const { return (uint64_t{port_->id()} << 24) | qpn; }
+  // QP creation/destruction with per-QP telemetry (/roce/qp/stats,<id>). Hold mu().
   rc::QueuePair* CreateQp(const rc::QpCaps& caps, rc::CompletionQueue* scq, rc::CompletionQueue* rcq,
                           rc::ReceiveQueue* srq = nullptr, uint64_t context = 0);
   void DestroyQp(rc::QueuePair* qp);

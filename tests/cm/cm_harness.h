@@ -53,6 +53,9 @@ struct CmPairOptions {
 };
 
 class CmPair {
+  // First: the devices must outlive the connection managers on them.
+  sim::SimNetwork net_;
+
  public:
   explicit CmPair(const CmPairOptions& o = {}) : net_(o.seed, o.imp, o.ipv6) {
     rc::RcDevice::Config dc;
@@ -130,9 +133,6 @@ class CmPair {
   CmNode a, b;
   std::vector<MadFrame> mads;
   std::function<bool(const MadFrame&)> drop;  // true: the link drops this MAD
-
- private:
-  sim::SimNetwork net_;
 };
 
 }  // namespace roce::cm::testing

@@ -176,7 +176,9 @@ TEST_F(EngineRing, TelemetryExportsEveryQpCounter) {
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_tel")));
   RunAllOps(4096);
   absl::MutexLock l(&h(0).eng->mu());
-  auto v = port::QueryTelemetry("qp", h(0).qp->qpn());
+  auto v = port::QueryTelemetry("qp", h(0).eng->QpTelemetryId(h(0).qp->qpn()));
+  // Both sides' QPs are registered (the same QPN on two ports).
+  EXPECT_TRUE(port::QueryTelemetry("qp", h(1).eng->QpTelemetryId(h(1).qp->qpn())).ok());
   ASSERT_TRUE(v.ok()) << v.status();
   size_t n = 0;
   h(0).qp->counters.ForEach([&](const char* name, uint64_t value) {

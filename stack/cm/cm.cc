@@ -18,6 +18,7 @@ const char* ConnStateName(ConnState s) {
     case ConnState::kIdle: return "idle";
     case ConnState::kReqSent: return "req-sent";
     case ConnState::kMraReceived: return "mra-received";
+    case ConnState::kRepReceived: return "rep-received";
     case ConnState::kReqReceived: return "req-received";
     case ConnState::kRepSent: return "rep-sent";
     case ConnState::kEstablished: return "established";
@@ -31,6 +32,7 @@ const char* ConnStateName(ConnState s) {
 const char* EventName(Event e) {
   switch (e) {
     case Event::kEstablished: return "established";
+    case Event::kRepReceived: return "rep-received";
     case Event::kRejected: return "rejected";
     case Event::kTimedOut: return "timed-out";
     case Event::kDisconnected: return "disconnected";
@@ -100,6 +102,7 @@ struct ConnectionManager::Conn {
   // Replies to duplicates.
   bool have_last_reply = false;
   wire::CmMessage last_reply;    // REP (passive) or RTU (active)
+  bool defer_rtu = false;
 
   uint64_t Deadline() const {
     uint64_t d = 0;
@@ -498,7 +501,8 @@ absl::StatusOr<ConnId> ConnectionManager::Connect(const ConnectParams& p, uint64
   if (!p.peer_port) return absl::InvalidArgumentError("no destination port");
   rc::QueuePair* qp = dev_->FindQp(p.qpn);
   if (!qp) return absl::NotFoundError("no such QP");
-  if (qp->state() != rc::QpState::kReset) return absl::FailedPreconditionError("the QP is not in Reset");
+  if (qp->state() != rc::QpState::kReset && qp->state() != rc::QpState::kInit)
+    return absl::FailedPreconditionError("the QP is not in Reset or Init");
   bool port_owned = false;
   uint16_t lport = p.local_port;
   if (!lport) {
@@ -507,7 +511,7 @@ absl::StatusOr<ConnId> ConnectionManager::Connect(const ConnectParams& p, uint64
     lport = *b;
     port_owned = true;
   }
-  if (!qp->ToInit()) {
+  if (qp->state() == rc::QpState::kReset && !qp->ToInit()) {
     if (port_owned) UnbindPort(p.local_ip, lport);
     return absl::FailedPreconditionError("the QP refused Init");
   }
@@ -530,6 +534,7 @@ absl::StatusOr<ConnId> ConnectionManager::Connect(const ConnectParams& p, uint64
   c->retry_cnt = p.retry_cnt;
   c->rnr_retry = p.rnr_retry;
   c->min_rnr_timer = p.min_rnr_timer;
+  c->defer_rtu = p.defer_rtu;
   c->flow_label = RdmaCmFlowLabel(lport, p.peer_port);
   c->our_psn = RandomPsn();
   c->tid = c->dreq_tid = FormCmTid(hi_tid_, c->info.local_comm_id);
@@ -576,7 +581,8 @@ absl::Status ConnectionManager::Accept(ConnId id, const AcceptParams& p, uint64_
                                                    " bytes: at most ", kMaxRepPrivateData));
   rc::QueuePair* qp = dev_->FindQp(p.qpn);
   if (!qp) return absl::NotFoundError("no such QP");
-  if (qp->state() != rc::QpState::kReset) return absl::FailedPreconditionError("the QP is not in Reset");
+  if (qp->state() != rc::QpState::kReset && qp->state() != rc::QpState::kInit)
+    return absl::FailedPreconditionError("the QP is not in Reset or Init");
   c->info.qpn = p.qpn;
   // Read limits cross over: what we serve is at most what the peer may
   // issue, what we issue at most what the peer serves.
@@ -612,6 +618,16 @@ absl::Status ConnectionManager::Accept(ConnId id, const AcceptParams& p, uint64_
 absl::Status ConnectionManager::Reject(ConnId id, const std::vector<uint8_t>& private_data, uint64_t now) {
   Conn* c = Find(id);
   if (!c) return absl::NotFoundError("no such connection");
+  if (c->info.state == ConnState::kRepReceived) {
+    if (private_data.size() > kMaxRejPrivateData)
+      return absl::InvalidArgumentError(absl::StrCat("private data of ", private_data.size(),
+                                                     " bytes: at most ", kMaxRejPrivateData));
+    SendRej(MadPath(*c), c->tid, c->info.local_comm_id, c->info.peer_comm_id, wcm::kMsgRep,
+            wcm::kRejConsumerDefined, private_data);
+    QpToError(c);
+    EnterTimeWait(c, now);
+    return absl::OkStatus();
+  }
   if (c->info.state != ConnState::kReqReceived)
     return absl::FailedPreconditionError(absl::StrCat("connection is ", ConnStateName(c->info.state)));
   if (private_data.size() > kMaxRejPrivateData)
@@ -633,6 +649,28 @@ absl::Status ConnectionManager::Reject(ConnId id, const std::vector<uint8_t>& pr
   return absl::OkStatus();
 }
 
+absl::Status ConnectionManager::CompleteConnect(ConnId id, uint64_t now) {
+  Conn* c = Find(id);
+  if (!c) return absl::NotFoundError("no such connection");
+  if (c->info.state != ConnState::kRepReceived)
+    return absl::FailedPreconditionError(absl::StrCat("connection is ", ConnStateName(c->info.state)));
+  rc::QueuePair* qp = dev_->FindQp(c->info.qpn);
+  if (!qp || !qp->ToRts(now)) {
+    SendRej(MadPath(*c), c->tid, c->info.local_comm_id, c->info.peer_comm_id, wcm::kMsgRep, wcm::kRejNoQp);
+    QpToError(c);
+    EnterTimeWait(c, now);
+    return absl::InternalError("the QP refused RTS");
+  }
+  CmRtu rtu;
+  rtu.local_comm_id = c->info.local_comm_id;
+  rtu.remote_comm_id = c->info.peer_comm_id;
+  c->have_last_reply = true;
+  c->last_reply = rtu;
+  SendMad(c, c->tid, rtu, now, false);
+  Establish(c, now);
+  return absl::OkStatus();
+}
+
 absl::Status ConnectionManager::Disconnect(ConnId id, uint64_t now) {
   Conn* c = Find(id);
   if (!c) return absl::NotFoundError("no such connection");
@@ -648,6 +686,9 @@ absl::Status ConnectionManager::Disconnect(ConnId id, uint64_t now) {
       SendMad(c, c->dreq_tid, d, now, true);
       return absl::OkStatus();
     }
+    case ConnState::kRepReceived:
+      Reject(id, {}, now).IgnoreError();
+      return absl::OkStatus();
     case ConnState::kReqSent:
     case ConnState::kMraReceived:
       // Abandon the attempt: tell the peer (REJ timeout), as Linux does.
@@ -676,6 +717,7 @@ void ConnectionManager::Release(ConnId id, uint64_t now) {
     case ConnState::kRepSent:
     case ConnState::kReqSent:
     case ConnState::kMraReceived:
+    case ConnState::kRepReceived:
       Disconnect(id, now).IgnoreError();
       break;
     case ConnState::kIdle:
@@ -831,6 +873,12 @@ void ConnectionManager::OnReq(const RocePacket& p, const MadHeader& h, const CmR
 void ConnectionManager::OnMra(const RocePacket& p, const CmMra& m, uint64_t now) {
   counters.rx_mra++;
   Conn* c = FromPeer(p, m.remote_comm_id, m.local_comm_id);
+  if (c && m.message_mraed == wcm::kMsgRep && c->info.state == ConnState::kRepSent) {
+    // The peer takes its time to complete the connection: wait as asked.
+    c->retx_deadline = now + TimeoutNs(m.service_timeout) + ResponseTimeoutNs();
+    ArmTimer(c);
+    return;
+  }
   if (!c || m.message_mraed != wcm::kMsgReq || c->info.state != ConnState::kReqSent) {
     counters.dropped_stale++;
     return;
@@ -853,6 +901,7 @@ void ConnectionManager::OnRej(const RocePacket& p, const CmRej& m, uint64_t now)
   switch (c->info.state) {
     case ConnState::kReqSent:
     case ConnState::kMraReceived:
+    case ConnState::kRepReceived:
     case ConnState::kRepSent:  // passive: the active side gave up (or refused our REP)
     case ConnState::kEstablished:
       break;
@@ -882,6 +931,17 @@ void ConnectionManager::OnRep(const RocePacket& p, const MadHeader& h, const CmR
     if (c->have_last_reply) SendMadTo(MadPath(*c), c->tid, c->last_reply);
     return;
   }
+  if (c->info.state == ConnState::kRepReceived) {
+    // The application has not called CompleteConnect yet: ask for time.
+    counters.duplicates++;
+    CmMra mra;
+    mra.local_comm_id = c->info.local_comm_id;
+    mra.remote_comm_id = c->info.peer_comm_id;
+    mra.message_mraed = wcm::kMsgRep;
+    mra.service_timeout = cfg_.mra_service_timeout & 0x1F;
+    SendMadTo(MadPath(*c), c->tid, mra);
+    return;
+  }
   if (c->info.state != ConnState::kReqSent && c->info.state != ConnState::kMraReceived) {
     counters.dropped_stale++;
     return;
@@ -897,12 +957,18 @@ void ConnectionManager::OnRep(const RocePacket& p, const MadHeader& h, const CmR
   c->info.inbound_read_limit = std::min(c->info.inbound_read_limit, m.initiator_depth);
   c->rnr_retry = m.rnr_retry_count;
   c->peer_psn = m.starting_psn;
-  if (!SetupQp(c, m.starting_psn, c->our_psn, true, now)) {
+  if (!SetupQp(c, m.starting_psn, c->our_psn, !c->defer_rtu, now)) {
     SendRej(MadPath(*c), c->tid, c->info.local_comm_id, m.local_comm_id, wcm::kMsgRep, wcm::kRejNoQp);
     c->info.reject_reason = wcm::kRejNoQp;
     QpToError(c);
     EnterTimeWait(c, now);
     Emit(c, Event::kRejected);
+    return;
+  }
+  if (c->defer_rtu) {
+    c->info.state = ConnState::kRepReceived;
+    c->retx_armed = false;
+    Emit(c, Event::kRepReceived);
     return;
   }
   CmRtu rtu;

@@ -56,6 +56,7 @@ enum class ConnState : uint8_t {
   kIdle,         // not connected (yet)
   kReqSent,      // active: REQ sent, waiting for REP
   kMraReceived,  // active: the peer asked for more time (MRA)
+  kRepReceived,  // active, defer_rtu: REP in, waiting for the application's CompleteConnect or Reject
   kReqReceived,  // passive: waiting for the application's Accept or Reject
   kRepSent,      // passive: REP sent, waiting for RTU (or the first data packet)
   kEstablished,
@@ -67,6 +68,7 @@ const char* ConnStateName(ConnState s);
 
 enum class Event : uint8_t {
   kEstablished,     // both roles; the QP is in RTS
+  kRepReceived,     // active with defer_rtu: the peer accepted (REP); CompleteConnect or Reject
   kRejected,        // a REJ arrived (ConnInfo::reject_reason, private data)
   kTimedOut,        // no answer after max CM retries (REQ, REP or DREQ)
   kDisconnected,    // the peer sent DREQ (or our own DREQ completed: kDisconnectDone)
@@ -105,7 +107,7 @@ struct ConnRequest {
 };
 
 struct ConnectParams {
-  uint32_t qpn = 0;                 // a QP of the device, in Reset
+  uint32_t qpn = 0;                 // a QP of the device, in Reset or Init
   wire::IpAddr local_ip, peer_ip;
   uint16_t local_port = 0;          // 0: an ephemeral port (else it must be bound)
   uint16_t peer_port = 0;
@@ -118,10 +120,14 @@ struct ConnectParams {
   uint8_t local_ack_timeout = 19;   // 4.096 us * 2^19 = 2.1 s, as rdma_cm over RoCE
   uint8_t min_rnr_timer = 12;
   uint8_t traffic_class = 0, hop_limit = 64;
+  // ND2: the peer's acceptance (REP) is reported (kRepReceived) and the RTU
+  // waits for CompleteConnect, so the application may still Reject. Else the
+  // RTU goes at once and kEstablished follows the REP.
+  bool defer_rtu = false;
 };
 
 struct AcceptParams {
-  uint32_t qpn = 0;                 // a QP of the device, in Reset
+  uint32_t qpn = 0;                 // a QP of the device, in Reset or Init
   std::vector<uint8_t> private_data;  // at most 196 bytes
   uint8_t responder_resources = 1;  // inbound Reads we serve (capped by what the peer may issue)
   uint8_t initiator_depth = 1;      // outbound Reads (capped by the peer's responder resources)
@@ -193,7 +199,11 @@ class ConnectionManager {
   // ---- connections ----------------------------------------------------------------
   absl::StatusOr<ConnId> Connect(const ConnectParams& p, uint64_t now);
   absl::Status Accept(ConnId id, const AcceptParams& p, uint64_t now);
+  // Passive: refuses a request (REJ consumer defined). Active with defer_rtu:
+  // refuses the peer's REP.
   absl::Status Reject(ConnId id, const std::vector<uint8_t>& private_data, uint64_t now);
+  // Active with defer_rtu, after kRepReceived: the QP to RTS, RTU, established.
+  absl::Status CompleteConnect(ConnId id, uint64_t now);
   // Sends DREQ and moves the QP to Error (its outstanding work flushes).
   absl::Status Disconnect(ConnId id, uint64_t now);
   // The application is done with the id: it is forgotten once closed (a

@@ -1,11 +1,14 @@
 #include "stack/engine/engine.h"
 
+#include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include <absl/strings/str_cat.h>
 
 #include "stack/port/dpdk.h"
 #include "stack/port/mbuf.h"
+#include "stack/rc/tx.h"
 #include "stack/wire/checksum.h"
 #include "stack/wire/icrc.h"
 #include "stack/wire/packet.h"
@@ -116,6 +119,11 @@ void Engine::FlushTx() {
 }
 
 void Engine::SendRaw(ByteSpan frame) {
+  if (frame.size() >= 6 && std::equal(frame.begin(), frame.begin() + 6, port_->mac().b.begin())) {
+    loopback_.emplace_back(frame.begin(), frame.end());
+    counters_.tx_loopback++;
+    return;
+  }
   rte_mbuf* m = port::AllocFrame(port_->pool(), static_cast<uint32_t>(frame.size()));
   if (!m) {
     counters_.tx_nomem++;
@@ -135,6 +143,15 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
     return false;
   }
   const NetHeaders& net = *pkt.net;
+  if (net.eth.dst == port_->mac()) {
+    // To ourselves (a connection between two of our own QPs): looped back
+    // inside the engine, received on the next pass.
+    std::vector<uint8_t> frame(rc::TxFrameLen(pkt));
+    rc::SerializeFrame(pkt, frame.data());
+    loopback_.push_back(std::move(frame));
+    counters_.tx_loopback++;
+    return true;
+  }
   const size_t hlen = HeadersLen(net, pkt.bth.opcode);
   const uint32_t plen = pkt.payload_len;
   const uint8_t pad = PadFor(plen);
@@ -212,6 +229,10 @@ void Engine::HandleRx(rte_mbuf* m, uint64_t now) {
     frame = ByteSpan(scratch_.data(), n);
     counters_.rx_linearized++;
   }
+  HandleFrame(frame, now);
+}
+
+void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
   const neighbor::FrameKind k = neighbor::ClassifyNeighborFrame(frame);
   if (k != neighbor::FrameKind::kOther) {
     counters_.rx_arp_ndp++;
@@ -256,13 +277,24 @@ size_t Engine::Poll() {
     HandleRx(pkts[i], now);
     rte_pktmbuf_free(pkts[i]);
   }
+  size_t looped = 0;
+  if (!loopback_.empty()) {
+    std::deque<std::vector<uint8_t>> frames;
+    frames.swap(loopback_);  // what these frames make goes on the next pass
+    for (const auto& f : frames) {
+      counters_.rx_frames++;
+      HandleFrame(ByteSpan(f.data(), f.size()), now);
+    }
+    looped = frames.size();
+  }
   auto tx = [this](ByteSpan f) { SendRaw(f); };
   if (neighbors_->NextDeadline() <= now) neighbors_->Poll(now, tx);
   const size_t sent = rc_->Poll(now, 256);
   const uint64_t cm_due = cm_->NextDeadline();
   if (cm_due && cm_due <= now) cm_->Poll(now);
+  if (on_poll) on_poll(now);
   FlushTx();
-  return n + sent;
+  return n + sent + looped;
 }
 
 // ---- dedicated mode ----------------------------------------------------------------------
@@ -307,6 +339,9 @@ void Engine::Stop() {
 // ---- resolution, QPs ------------------------------------------------------------------------
 
 absl::StatusOr<MacAddr> Engine::Resolve(const IpAddr& peer, uint64_t timeout_ns) {
+  // One of our own addresses: ourselves (loopback connections).
+  for (bool v6 : {false, true})
+    if (auto ip = LocalIp(v6); ip && *ip == peer) return port_->mac();
   const uint64_t deadline = NowNs() + timeout_ns;
   for (;;) {
     {
@@ -325,6 +360,19 @@ absl::StatusOr<MacAddr> Engine::Resolve(const IpAddr& peer, uint64_t timeout_ns)
     else
       Poll();
   }
+}
+
+neighbor::LookupResult Engine::LookupNeighbor(const IpAddr& peer) {
+  for (bool v6 : {false, true})
+    if (auto ip = LocalIp(v6); ip && *ip == peer) {
+      neighbor::LookupResult r;
+      r.status = neighbor::ResolveStatus::kResolved;
+      r.mac = port_->mac();
+      return r;
+    }
+  neighbor::LookupResult r = neighbors_->Lookup(peer, NowNs(), [this](ByteSpan f) { SendRaw(f); });
+  FlushTx();
+  return r;
 }
 
 bool Engine::WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns) {

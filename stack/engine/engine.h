@@ -22,6 +22,7 @@
 #include <atomic>
 #include <functional>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -54,6 +55,7 @@ struct EngineCounters {
   uint64_t rx_frames = 0, rx_roce = 0, rx_arp_ndp = 0, rx_other = 0, rx_linearized = 0;
   uint64_t rx_too_long = 0;
   uint64_t tx_roce = 0, tx_neighbor = 0, tx_nomem = 0, tx_oversize = 0, tx_busy = 0;
+  uint64_t tx_loopback = 0;  // frames to our own MAC, received by the next pass
   uint64_t polls = 0;
 };
 
@@ -88,6 +90,13 @@ class Engine : public rc::PacketSink {
   // Resolves `peer` by ARP/NDP, polling (inline) or waiting (dedicated) until
   // it resolves, fails or `timeout_ns` passes. Call without holding mu().
   absl::StatusOr<wire::MacAddr> Resolve(const wire::IpAddr& peer, uint64_t timeout_ns);
+  // One step of resolving `peer` without waiting (hold mu()): kResolved with
+  // the MAC (our own for one of our addresses), kPending (a request went out;
+  // ask again on a later pass), kFailed, kNoResources.
+  neighbor::LookupResult LookupNeighbor(const wire::IpAddr& peer);
+  // Called at the end of every Poll pass, with mu() held (ND2 uses it to move
+  // connections waiting for ARP/NDP along, in either progress mode).
+  std::function<void(uint64_t now)> on_poll;
   // Runs the engine (inline) or lets its thread run (dedicated) until pred(),
   // evaluated with mu() held, is true or `timeout_ns` passes. Call without mu().
   bool WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns);
@@ -110,6 +119,7 @@ class Engine : public rc::PacketSink {
   void SendRaw(wire::ByteSpan frame);
   void FlushTx();
   void HandleRx(rte_mbuf* m, uint64_t now);
+  void HandleFrame(wire::ByteSpan frame, uint64_t now);
   void Loop();
 
   port::Port* port_;
@@ -120,6 +130,7 @@ class Engine : public rc::PacketSink {
   std::unique_ptr<cm::ConnectionManager> cm_;
   std::vector<rte_mbuf*> tx_;
   std::vector<uint8_t> scratch_;
+  std::deque<std::vector<uint8_t>> loopback_;
   EngineCounters counters_;
   double ns_per_cycle_ = 1;
   uint64_t tsc0_ = 0;

@@ -27,6 +27,18 @@ uint32_t CompletionQueue::Poll(Completion* out, uint32_t max) {
   return n;
 }
 
+bool CompletionQueue::Resize(uint32_t depth) {
+  depth = std::max<uint32_t>(depth, 1);
+  const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
+  if (t - h > depth) return false;
+  std::vector<Completion> fresh(depth);
+  for (uint64_t i = h; i != t; i++) fresh[i - h] = ring_[i % ring_.size()];
+  ring_ = std::move(fresh);
+  head_.store(0, std::memory_order_relaxed);
+  tail_.store(t - h, std::memory_order_release);
+  return true;
+}
+
 ReceiveQueue::ReceiveQueue(uint32_t depth, uint32_t max_sge)
     : depth_(std::max<uint32_t>(depth, 1)),
       max_sge_(std::max<uint32_t>(max_sge, 1)),
@@ -60,6 +72,9 @@ const RecvWqe* ReceiveQueue::Front() const {
   return &ring_[h % depth_];
 }
 
-void ReceiveQueue::Pop() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+void ReceiveQueue::Pop() {
+  head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  if (on_pop) on_pop();
+}
 
 }  // namespace roce::rc

@@ -29,6 +29,9 @@ class CompletionQueue {
   uint64_t overflows() const { return overflows_; }
   // Called by the producer after each push (ND2 Notify is built on it).
   std::function<void(const Completion&)> on_push;
+  // Changes the depth, keeping the queued completions (false: they do not
+  // fit). Neither Push nor Poll may run meanwhile (ND2 Resize holds both sides).
+  bool Resize(uint32_t depth);
 
  private:
   std::vector<Completion> ring_;
@@ -57,6 +60,8 @@ class ReceiveQueue {
   }
   uint32_t depth() const { return depth_; }
   uint32_t max_sge() const { return max_sge_; }
+  // Called by the consumer after each Pop (ND2 SRQ Notify is built on it).
+  std::function<void()> on_pop;
 
  private:
   uint32_t depth_, max_sge_;

@@ -1,0 +1,458 @@
+// libnd2's objects: the ND2 interfaces (ndspi.h) over the stack (engine, RC
+// core, connection manager). HRESULTs, OVERLAPPED and COM reference counting
+// stay in this folder; the stack keeps its own statuses (status.h maps them).
+//
+// Threads and locks. An adapter is one port and its engine. Every call that
+// touches the stack takes the engine's lock (Engine::mu()); the engine's
+// callbacks (CQ pushes, CM events) run with it held and complete overlapped
+// requests from there (CompleteOverlapped takes no lock of ours across the
+// wait machinery). An object's own mutex (OverlappedSet) is never held while
+// the engine lock is taken. Progress: inline adapters are polled by the
+// thread in GetResults and by every thread blocked in a wait (the progress
+// hook of handle.h); thread adapters by their engine's own thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "nd2api/src/config.h"
+#include "nd2api/src/handle.h"
+#include "nd2api/src/status.h"
+#include "stack/cm/cm.h"
+#include "stack/engine/engine.h"
+#include "tools/lib/stack_host.h"
+
+#ifndef ND_WIN32_NO_LEGACY_SAL
+#define ND_WIN32_NO_LEGACY_SAL
+#endif
+#include "ndspi.h"
+#include "ndsupport.h"
+
+namespace roce::nd2 {
+
+class Adapter;
+class CompletionQueue;
+class MemoryWindow;
+class QueuePair;
+class Connector;
+class Listener;
+
+// Adapter limits (what Query reports; CreateX refuses more).
+struct Limits {
+  static constexpr ULONG kMaxSge = rc::kMaxSge;                // 32
+  static constexpr ULONG kMaxInline = 1024;
+  static constexpr ULONG kMaxQueueDepth = 16384;               // receive / initiator
+  static constexpr ULONG kMaxSrqDepth = 16384;
+  static constexpr ULONG kMaxCqDepth = 65536;
+  static constexpr ULONG kMaxReadLimit = 16;                   // inbound / outbound
+  static constexpr ULONG kMaxTransfer = rc::kMaxMessage;       // 2^31 - 1
+  static constexpr SIZE_T kMaxRegistration = SIZE_T{1} << 40;
+  static constexpr ULONG kMaxCallerData = cm::kMaxReqPrivateData;   // 56
+  static constexpr ULONG kMaxCalleeData = cm::kMaxRejPrivateData;   // 148
+};
+
+// Overlapped requests of one object: pended (ND_PENDING), completed from any
+// thread, cancelled by CancelOverlappedRequests, waited for by
+// GetOverlappedResult. The object's overlapped file decides where a
+// completion goes (event and/or completion port).
+class OverlappedSet {
+ public:
+  explicit OverlappedSet(std::shared_ptr<OverlappedFile> file) : file_(std::move(file)) {}
+  // Marks ov pending and records it; on_cancel runs (without our lock) if
+  // CancelAll takes it. Returns ND_PENDING.
+  HRESULT Pend(OVERLAPPED* ov, std::function<void()> on_cancel = {}, uintptr_t tag = 0);
+  // Completes ov if still pending here; false if it was not (cancelled).
+  bool Complete(OVERLAPPED* ov, HRESULT status, ULONG bytes = 0);
+  // Completes the oldest pending request with this tag.
+  bool CompleteTagged(uintptr_t tag, HRESULT status, ULONG bytes = 0);
+  // Completes every pending request with this tag.
+  size_t CompleteAllTagged(uintptr_t tag, HRESULT status);
+  HRESULT CancelAll();
+  // IND2Overlapped::GetOverlappedResult.
+  HRESULT Result(OVERLAPPED* ov, BOOL wait);
+  bool HasTag(uintptr_t tag);
+
+ private:
+  struct Pending {
+    OVERLAPPED* ov;
+    std::function<void()> on_cancel;
+    uintptr_t tag;
+  };
+  std::shared_ptr<OverlappedFile> file_;
+  std::mutex mu_;
+  std::deque<Pending> pending_;
+};
+
+// COM reference counting for an object with interfaces Ifaces...: the most
+// derived class implements QueryInterface through Query().
+class RefCount {
+ public:
+  ULONG Add() { return ++refs_; }
+  ULONG Drop() { return --refs_; }
+ private:
+  std::atomic<ULONG> refs_{1};
+};
+
+#define ND2_REFCOUNT_METHODS(Class)                                       \
+  ULONG STDMETHODCALLTYPE AddRef() override { return ref_.Add(); }          \
+  ULONG STDMETHODCALLTYPE Release() override {                              \
+    const ULONG r = ref_.Drop();                                            \
+    if (r == 0) delete this;                                                \
+    return r;                                                               \
+  }
+
+// sockaddr <-> stack address.
+bool FromSockaddr(const sockaddr* a, ULONG len, wire::IpAddr* ip, uint16_t* port);
+ULONG SockaddrLen(const wire::IpAddr& ip);
+void ToSockaddr(const wire::IpAddr& ip, uint16_t port, sockaddr* out);
+
+// ---- the provider: the process's adapters -------------------------------------------------------
+// Set up by NdStartup from the configuration, torn down by the last NdCleanup.
+class Provider final : public IND2Provider {
+ public:
+  static Provider* Get();  // null before NdStartup
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ULONG STDMETHODCALLTYPE AddRef() override { return 1; }
+  ULONG STDMETHODCALLTYPE Release() override { return 1; }
+  HRESULT STDMETHODCALLTYPE QueryAddressList(SOCKET_ADDRESS_LIST* list, ULONG* cb) override;
+  HRESULT STDMETHODCALLTYPE ResolveAddress(const sockaddr* addr, ULONG len, UINT64* id) override;
+  HRESULT STDMETHODCALLTYPE OpenAdapter(REFIID iid, UINT64 id, VOID** pp) override;
+
+  const std::vector<std::unique_ptr<Adapter>>& adapters() const { return adapters_; }
+  Adapter* FindByAddress(const wire::IpAddr& ip);
+  // One pass of every inline adapter's engine (the progress hook). True if
+  // anything moved.
+  bool PollInline();
+
+  static HRESULT Startup();
+  static HRESULT Cleanup();
+
+ private:
+  std::vector<std::unique_ptr<Adapter>> adapters_;
+};
+
+// Writes a SOCKET_ADDRESS_LIST of `ips` (port 0) into list / *cb.
+HRESULT FillAddressList(const std::vector<wire::IpAddr>& ips, SOCKET_ADDRESS_LIST* list, ULONG* cb);
+
+// ---- adapter ------------------------------------------------------------------------------------
+class Adapter final : public IND2Adapter {
+ public:
+  Adapter(const AdapterConfig& cfg, tools::StackHost host, uint64_t id);
+  ~Adapter();
+  // COM: the provider owns adapters; references only count.
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ULONG STDMETHODCALLTYPE AddRef() override { return ref_.Add(); }
+  ULONG STDMETHODCALLTYPE Release() override { return ref_.Drop(); }
+
+  HRESULT STDMETHODCALLTYPE CreateOverlappedFile(HANDLE* ph) override;
+  HRESULT STDMETHODCALLTYPE Query(ND2_ADAPTER_INFO* info, ULONG* cb) override;
+  HRESULT STDMETHODCALLTYPE QueryAddressList(SOCKET_ADDRESS_LIST* list, ULONG* cb) override;
+  HRESULT STDMETHODCALLTYPE CreateCompletionQueue(REFIID iid, HANDLE file, ULONG depth, USHORT group,
+                                                  KAFFINITY affinity, VOID** pp) override;
+  HRESULT STDMETHODCALLTYPE CreateMemoryRegion(REFIID iid, HANDLE file, VOID** pp) override;
+  HRESULT STDMETHODCALLTYPE CreateMemoryWindow(REFIID iid, VOID** pp) override;
+  HRESULT STDMETHODCALLTYPE CreateSharedReceiveQueue(REFIID iid, HANDLE file, ULONG depth, ULONG max_sge,
+                                                     ULONG threshold, USHORT group, KAFFINITY affinity,
+                                                     VOID** pp) override;
+  HRESULT STDMETHODCALLTYPE CreateQueuePair(REFIID iid, IUnknown* rcq, IUnknown* icq, VOID* ctx, ULONG rq_depth,
+                                            ULONG iq_depth, ULONG max_rsge, ULONG max_isge, ULONG inline_size,
+                                            VOID** pp) override;
+  HRESULT STDMETHODCALLTYPE CreateQueuePairWithSrq(REFIID iid, IUnknown* rcq, IUnknown* icq, IUnknown* srq,
+                                                   VOID* ctx, ULONG iq_depth, ULONG max_isge, ULONG inline_size,
+                                                   VOID** pp) override;
+  HRESULT STDMETHODCALLTYPE CreateConnector(REFIID iid, HANDLE file, VOID** pp) override;
+  HRESULT STDMETHODCALLTYPE CreateListener(REFIID iid, HANDLE file, VOID** pp) override;
+
+  engine::Engine& eng() { return *host_.eng; }
+  uint64_t id() const { return id_; }
+  const std::vector<wire::IpAddr>& addrs() const { return addrs_; }
+  bool HasAddress(const wire::IpAddr& ip) const;
+  bool inline_progress() const { return !cfg_.progress_thread; }
+  // Inline: one engine pass (no-op for a thread adapter).
+  size_t Progress();
+  // The overlapped file for a HANDLE of this process (null if not one).
+  static std::shared_ptr<OverlappedFile> FileOf(HANDLE h);
+
+  // Registries the engine's callbacks use (hold the engine lock).
+  void AddConnector(cm::ConnId id, Connector* c) { connectors_[id] = c; }
+  void RemoveConnector(cm::ConnId id) { connectors_.erase(id); }
+  void AddListener(cm::ListenerId id, Listener* l) { listeners_[id] = l; }
+  void RemoveListener(cm::ListenerId id) { listeners_.erase(id); }
+  void AddWindow(uint32_t token, MemoryWindow* w) { windows_[token] = w; }
+  void RemoveWindow(uint32_t token, MemoryWindow* w);
+  MemoryWindow* WindowByToken(uint32_t token);
+  // Connectors waiting for the peer's MAC (ARP/NDP): advanced on every
+  // engine pass (engine lock held).
+  void AddResolving(Connector* c) { resolving_.push_back(c); }
+  void RemoveResolving(Connector* c);
+
+ private:
+  void OnPoll(uint64_t now);
+  void OnCmEvent(cm::ConnId id, cm::Event e);
+  void OnCmRequest(cm::ListenerId l);
+
+  RefCount ref_;
+  AdapterConfig cfg_;
+  tools::StackHost host_;
+  uint64_t id_;
+  std::vector<wire::IpAddr> addrs_;
+  absl::flat_hash_map<cm::ConnId, Connector*> connectors_;
+  absl::flat_hash_map<cm::ListenerId, Listener*> listeners_;
+  absl::flat_hash_map<uint32_t, MemoryWindow*> windows_;
+  std::vector<Connector*> resolving_;
+};
+
+// ---- completion queue ----------------------------------------------------------------------------
+class CompletionQueue final : public IND2CompletionQueue {
+ public:
+  CompletionQueue(Adapter* a, std::shared_ptr<OverlappedFile> f, ULONG depth);
+  ~CompletionQueue();
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ND2_REFCOUNT_METHODS(CompletionQueue)
+  HRESULT STDMETHODCALLTYPE CancelOverlappedRequests() override { return ov_.CancelAll(); }
+  HRESULT STDMETHODCALLTYPE GetOverlappedResult(OVERLAPPED* ov, BOOL wait) override { return ov_.Result(ov, wait); }
+  HRESULT STDMETHODCALLTYPE GetNotifyAffinity(USHORT* group, KAFFINITY* affinity) override;
+  HRESULT STDMETHODCALLTYPE Resize(ULONG depth) override;
+  HRESULT STDMETHODCALLTYPE Notify(ULONG type, OVERLAPPED* ov) override;
+  ULONG STDMETHODCALLTYPE GetResults(ND2_RESULT results[], ULONG n) override;
+
+  rc::CompletionQueue* rc_cq() { return cq_.get(); }
+  Adapter* adapter() { return adapter_; }
+
+ private:
+  void OnPush(const rc::Completion& c);  // engine lock held
+  RefCount ref_;
+  Adapter* adapter_;
+  OverlappedSet ov_;
+  std::unique_ptr<rc::CompletionQueue> cq_;
+  std::mutex poll_mu_;                // one consumer at a time
+  std::deque<ND2_RESULT> carry_;      // results made from one completion that did not fit
+  // Armed notifications: count of unseen completions of each kind since the
+  // queue was last drained (no lost wake-up between GetResults and Notify).
+  std::atomic<uint64_t> unseen_any_{0}, unseen_sol_or_err_{0}, unseen_err_{0};
+};
+
+// ---- shared receive queue -----------------------------------------------------------------------
+class SharedReceiveQueue final : public IND2SharedReceiveQueue {
+ public:
+  SharedReceiveQueue(Adapter* a, std::shared_ptr<OverlappedFile> f, ULONG depth, ULONG max_sge, ULONG threshold);
+  ~SharedReceiveQueue();
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ND2_REFCOUNT_METHODS(SharedReceiveQueue)
+  HRESULT STDMETHODCALLTYPE CancelOverlappedRequests() override { return ov_.CancelAll(); }
+  HRESULT STDMETHODCALLTYPE GetOverlappedResult(OVERLAPPED* ov, BOOL wait) override { return ov_.Result(ov, wait); }
+  HRESULT STDMETHODCALLTYPE GetNotifyAffinity(USHORT* group, KAFFINITY* affinity) override;
+  HRESULT STDMETHODCALLTYPE Modify(ULONG depth, ULONG threshold) override;
+  HRESULT STDMETHODCALLTYPE Notify(OVERLAPPED* ov) override;
+  HRESULT STDMETHODCALLTYPE Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) override;
+
+  rc::ReceiveQueue* rq() { return rq_.get(); }
+  ULONG max_sge() const { return max_sge_; }
+  Adapter* adapter() { return adapter_; }
+  // After the engine consumed receives (engine lock held): Notify at the threshold.
+  void CheckThreshold();
+
+ private:
+  RefCount ref_;
+  Adapter* adapter_;
+  OverlappedSet ov_;
+  std::unique_ptr<rc::ReceiveQueue> rq_;
+  ULONG max_sge_;
+  std::atomic<ULONG> threshold_;
+};
+
+// ---- memory ----------------------------------------------------------------------------------------
+class MemoryRegion final : public IND2MemoryRegion {
+ public:
+  MemoryRegion(Adapter* a, std::shared_ptr<OverlappedFile> f);
+  ~MemoryRegion();
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ND2_REFCOUNT_METHODS(MemoryRegion)
+  HRESULT STDMETHODCALLTYPE CancelOverlappedRequests() override { return ov_.CancelAll(); }
+  HRESULT STDMETHODCALLTYPE GetOverlappedResult(OVERLAPPED* ov, BOOL wait) override { return ov_.Result(ov, wait); }
+  HRESULT STDMETHODCALLTYPE Register(const VOID* buf, SIZE_T len, ULONG flags, OVERLAPPED* ov) override;
+  HRESULT STDMETHODCALLTYPE Deregister(OVERLAPPED* ov) override;
+  UINT32 STDMETHODCALLTYPE GetLocalToken() override { return info_.local_token; }
+  UINT32 STDMETHODCALLTYPE GetRemoteToken() override { return info_.remote_token; }
+
+  Adapter* adapter() { return adapter_; }
+  bool registered() const { return registered_; }
+  const mem::RegionInfo& info() const { return info_; }
+
+ private:
+  RefCount ref_;
+  Adapter* adapter_;
+  OverlappedSet ov_;
+  bool registered_ = false;
+  mem::RegionInfo info_{};
+};
+
+class MemoryWindow final : public IND2MemoryWindow {
+ public:
+  explicit MemoryWindow(Adapter* a);
+  ~MemoryWindow();
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ND2_REFCOUNT_METHODS(MemoryWindow)
+  UINT32 STDMETHODCALLTYPE GetRemoteToken() override { return token_; }
+
+  Adapter* adapter() { return adapter_; }
+  uint32_t handle() const { return handle_; }
+  // Bind posts: the token the window will carry (valid from now on).
+  uint32_t NewToken();  // engine lock held
+  uint32_t token() const { return token_; }
+
+ private:
+  RefCount ref_;
+  Adapter* adapter_;
+  uint32_t handle_ = 0;
+  uint32_t token_ = 0;
+};
+
+// ---- queue pair ----------------------------------------------------------------------------------
+class QueuePair final : public IND2QueuePair, public IND2QueuePairSendAndInvalidate {
+ public:
+  QueuePair(Adapter* a, CompletionQueue* rcq, CompletionQueue* icq, SharedReceiveQueue* srq, VOID* ctx);
+  ~QueuePair();
+  HRESULT Init(const rc::QpCaps& caps);  // creates the stack's QP
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ULONG STDMETHODCALLTYPE AddRef() override { return ref_.Add(); }
+  ULONG STDMETHODCALLTYPE Release() override;
+  HRESULT STDMETHODCALLTYPE Flush() override;
+  HRESULT STDMETHODCALLTYPE Send(VOID* ctx, const ND2_SGE sge[], ULONG n, ULONG flags) override;
+  HRESULT STDMETHODCALLTYPE Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) override;
+  HRESULT STDMETHODCALLTYPE Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, SIZE_T len,
+                                 ULONG flags) override;
+  HRESULT STDMETHODCALLTYPE Invalidate(VOID* ctx, IUnknown* mw, ULONG flags) override;
+  HRESULT STDMETHODCALLTYPE Read(VOID* ctx, const ND2_SGE sge[], ULONG n, UINT64 raddr, UINT32 rkey,
+                                 ULONG flags) override;
+  HRESULT STDMETHODCALLTYPE Write(VOID* ctx, const ND2_SGE sge[], ULONG n, UINT64 raddr, UINT32 rkey,
+                                  ULONG flags) override;
+  HRESULT STDMETHODCALLTYPE SendAndInvalidate(VOID* ctx, const ND2_SGE sge[], ULONG n, UINT32 rtoken,
+                                              ULONG flags) override;
+
+  Adapter* adapter() { return adapter_; }
+  rc::QueuePair* rc_qp() { return qp_; }
+  // The connector using this QP (a released QP disconnects it).
+  void SetConnector(Connector* c) { connector_ = c; }
+  Connector* connector() { return connector_; }
+
+ private:
+  HRESULT PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
+                        HRESULT bad_flags);
+  RefCount ref_;
+  Adapter* adapter_;
+  CompletionQueue* rcq_;
+  CompletionQueue* icq_;
+  SharedReceiveQueue* srq_;
+  VOID* ctx_;
+  rc::QueuePair* qp_ = nullptr;
+  rc::QpCaps caps_;
+  Connector* connector_ = nullptr;
+};
+
+// ---- connector / listener -----------------------------------------------------------------------
+class Connector final : public IND2Connector {
+ public:
+  Connector(Adapter* a, std::shared_ptr<OverlappedFile> f);
+  ~Connector();
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ND2_REFCOUNT_METHODS(Connector)
+  HRESULT STDMETHODCALLTYPE CancelOverlappedRequests() override;
+  HRESULT STDMETHODCALLTYPE GetOverlappedResult(OVERLAPPED* ov, BOOL wait) override { return ov_.Result(ov, wait); }
+  HRESULT STDMETHODCALLTYPE Bind(const sockaddr* addr, ULONG len) override;
+  HRESULT STDMETHODCALLTYPE Connect(IUnknown* qp, const sockaddr* dest, ULONG len, ULONG in_rl, ULONG out_rl,
+                                    const VOID* pd, ULONG pd_len, OVERLAPPED* ov) override;
+  HRESULT STDMETHODCALLTYPE CompleteConnect(OVERLAPPED* ov) override;
+  HRESULT STDMETHODCALLTYPE Accept(IUnknown* qp, ULONG in_rl, ULONG out_rl, const VOID* pd, ULONG pd_len,
+                                   OVERLAPPED* ov) override;
+  HRESULT STDMETHODCALLTYPE Reject(const VOID* pd, ULONG pd_len) override;
+  HRESULT STDMETHODCALLTYPE GetReadLimits(ULONG* in_rl, ULONG* out_rl) override;
+  HRESULT STDMETHODCALLTYPE GetPrivateData(VOID* pd, ULONG* len) override;
+  HRESULT STDMETHODCALLTYPE GetLocalAddress(sockaddr* addr, ULONG* len) override;
+  HRESULT STDMETHODCALLTYPE GetPeerAddress(sockaddr* addr, ULONG* len) override;
+  HRESULT STDMETHODCALLTYPE NotifyDisconnect(OVERLAPPED* ov) override;
+  HRESULT STDMETHODCALLTYPE Disconnect(OVERLAPPED* ov) override;
+
+  // Engine lock held.
+  void OnEvent(cm::Event e);
+  // A listener hands this connector a request (engine lock held).
+  void TakeRequest(const cm::ConnRequest& r);
+  // The QP is going away: disconnect without waiting (engine lock held).
+  void QpReleased();
+  // The listener whose GetConnectionRequest this connector waits in (engine lock held).
+  void SetWaitingOn(Listener* l) { waiting_on_ = l; }
+  // Resolving the peer (engine lock held): one lookup step; sends the REQ
+  // once the MAC is known, fails the Connect with ND_HOST_UNREACHABLE when
+  // it cannot be. True when no longer resolving.
+  bool AdvanceResolve(uint64_t now);
+  Adapter* adapter() { return adapter_; }
+
+  // How long a Connect waits for ARP/NDP (the neighbor table's own
+  // resolution time: three requests one second apart).
+  static constexpr uint64_t kResolveTimeoutNs = 3'000'000'000ull;
+
+ private:
+  enum class State : uint8_t { kIdle, kBound, kResolving, kConnecting, kConnected, kRequested, kAccepting, kEstablished,
+                               kDisconnecting, kDisconnected, kRejected, kFailed };
+  static constexpr uintptr_t kTagConnect = 1, kTagAccept = 2, kTagNotifyDisconnect = 3, kTagDisconnect = 4,
+                             kTagComplete = 5;
+  void Unbind();  // engine lock held
+  RefCount ref_;
+  Adapter* adapter_;
+  OverlappedSet ov_;
+  State state_ = State::kIdle;
+  wire::IpAddr local_ip_;
+  uint16_t local_port_ = 0;
+  bool port_bound_ = false;
+  cm::ConnId conn_ = cm::kNoConn;
+  QueuePair* qp_ = nullptr;   // AddRef'd while connecting / connected
+  cm::ConnRequest request_;
+  cm::ConnectParams connect_;       // kResolving: the REQ to send
+  uint64_t resolve_deadline_ = 0;
+  bool peer_disconnected_ = false;
+  Listener* waiting_on_ = nullptr;
+};
+
+class Listener final : public IND2Listener {
+ public:
+  Listener(Adapter* a, std::shared_ptr<OverlappedFile> f);
+  ~Listener();
+  HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
+  ND2_REFCOUNT_METHODS(Listener)
+  HRESULT STDMETHODCALLTYPE CancelOverlappedRequests() override;
+  HRESULT STDMETHODCALLTYPE GetOverlappedResult(OVERLAPPED* ov, BOOL wait) override { return ov_.Result(ov, wait); }
+  HRESULT STDMETHODCALLTYPE Bind(const sockaddr* addr, ULONG len) override;
+  HRESULT STDMETHODCALLTYPE Listen(ULONG backlog) override;
+  HRESULT STDMETHODCALLTYPE GetLocalAddress(sockaddr* addr, ULONG* len) override;
+  HRESULT STDMETHODCALLTYPE GetConnectionRequest(IUnknown* connector, OVERLAPPED* ov) override;
+
+  void OnRequest();  // engine lock held
+  // A connector that waits here is going away (engine lock held).
+  void Forget(Connector* c);
+
+ private:
+  void Serve();  // engine lock held: hand pending requests to waiting connectors
+  RefCount ref_;
+  Adapter* adapter_;
+  OverlappedSet ov_;
+  wire::IpAddr ip_;
+  uint16_t port_ = 0;
+  bool bound_ = false;
+  cm::ListenerId lid_ = 0;
+  bool listening_ = false;
+  struct Waiter {
+    Connector* connector;  // not AddRef'd (see GetConnectionRequest)
+    OVERLAPPED* ov;
+  };
+  std::deque<Waiter> waiters_;
+};
+
+}  // namespace roce::nd2

@@ -1,0 +1,214 @@
+// IND2QueuePair (and our SendAndInvalidate extension) over the RC core.
+#include "nd2api/src/nd2.h"
+
+namespace roce::nd2 {
+
+QueuePair::QueuePair(Adapter* a, CompletionQueue* rcq, CompletionQueue* icq, SharedReceiveQueue* srq, VOID* ctx)
+    : adapter_(a), rcq_(rcq), icq_(icq), srq_(srq), ctx_(ctx) {
+  adapter_->AddRef();
+  rcq_->AddRef();
+  icq_->AddRef();
+  if (srq_) srq_->AddRef();
+}
+
+HRESULT QueuePair::Init(const rc::QpCaps& caps) {
+  caps_ = caps;
+  absl::MutexLock l(&adapter_->eng().mu());
+  qp_ = adapter_->eng().CreateQp(caps, icq_->rc_cq(), rcq_->rc_cq(), srq_ ? srq_->rq() : nullptr,
+                                 reinterpret_cast<uint64_t>(ctx_));
+  if (!qp_) return ND_INSUFFICIENT_RESOURCES;
+  // Init at once: receives may be posted before the connection exists.
+  qp_->ToInit();
+  return ND_SUCCESS;
+}
+
+QueuePair::~QueuePair() {
+  if (qp_) {
+    absl::MutexLock l(&adapter_->eng().mu());
+    // Flushed: everything outstanding completes ND_CANCELED in the CQs.
+    if (qp_->state() != rc::QpState::kReset) qp_->ToError();
+    adapter_->eng().DestroyQp(qp_);
+  }
+  if (srq_) srq_->Release();
+  icq_->Release();
+  rcq_->Release();
+  adapter_->Release();
+}
+
+ULONG QueuePair::Release() {
+  const ULONG r = ref_.Drop();
+  if (r == 0) {
+    // Releasing a connected queue pair disconnects it (nd2-reference.md).
+    Connector* c = nullptr;
+    {
+      absl::MutexLock l(&adapter_->eng().mu());
+      c = connector_;
+      connector_ = nullptr;
+      if (c) c->QpReleased();
+    }
+    delete this;
+  }
+  return r;
+}
+
+HRESULT QueuePair::QueryInterface(REFIID riid, void** ppv) {
+  if (!ppv) return E_POINTER;
+  if (riid == IID_IUnknown || riid == IID_IND2QueuePair) {
+    *ppv = static_cast<IND2QueuePair*>(this);
+  } else if (riid == IID_IND2QueuePairSendAndInvalidate) {
+    *ppv = static_cast<IND2QueuePairSendAndInvalidate*>(this);
+  } else {
+    *ppv = nullptr;
+    return E_NOINTERFACE;
+  }
+  AddRef();
+  return S_OK;
+}
+
+HRESULT QueuePair::Flush() {
+  absl::MutexLock l(&adapter_->eng().mu());
+  if (qp_->state() != rc::QpState::kReset && qp_->state() != rc::QpState::kError) qp_->ToError();
+  return ND_SUCCESS;
+}
+
+namespace {
+bool ToSges(const ND2_SGE sge[], ULONG n, rc::Sge* out, uint64_t* total) {
+  *total = 0;
+  for (ULONG i = 0; i < n; i++) {
+    out[i] = {reinterpret_cast<uint64_t>(sge[i].Buffer), sge[i].BufferLength, sge[i].MemoryRegionToken};
+    *total += sge[i].BufferLength;
+  }
+  return true;
+}
+}  // namespace
+
+HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
+                                 HRESULT bad_flags) {
+  if (flags & ~allowed) return bad_flags;
+  if (n > caps_.max_send_sge) return ND_DATA_OVERRUN;
+  if (n && !sge) return ND_INVALID_PARAMETER_2;
+  rc::Sge s[Limits::kMaxSge];
+  uint64_t total;
+  ToSges(sge, n, s, &total);
+  if (total > Limits::kMaxTransfer) return ND_BUFFER_OVERFLOW;
+  if ((flags & ND_OP_FLAG_INLINE) && total > caps_.max_inline) return ND_INVALID_BUFFER_SIZE;
+  w.sge = s;
+  w.num_sge = n;
+  w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
+  absl::MutexLock l(&adapter_->eng().mu());
+  const rc::QpState st = qp_->state();
+  if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
+  return PostHresult(qp_->PostSend(w));
+}
+
+HRESULT QueuePair::Send(VOID* ctx, const ND2_SGE sge[], ULONG n, ULONG flags) {
+  rc::SendWr w;
+  w.context = reinterpret_cast<uint64_t>(ctx);
+  w.op = rc::WrOp::kSend;
+  return PostInitiator(w, sge, n, flags,
+                       ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT |
+                           ND_OP_FLAG_INLINE,
+                       ND_INVALID_PARAMETER_4);
+}
+
+HRESULT QueuePair::SendAndInvalidate(VOID* ctx, const ND2_SGE sge[], ULONG n, UINT32 rtoken, ULONG flags) {
+  rc::SendWr w;
+  w.context = reinterpret_cast<uint64_t>(ctx);
+  w.op = rc::WrOp::kSendWithInvalidate;
+  w.invalidate_rkey = rtoken;
+  return PostInitiator(w, sge, n, flags,
+                       ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_SEND_AND_SOLICIT_EVENT |
+                           ND_OP_FLAG_INLINE,
+                       ND_INVALID_PARAMETER_5);
+}
+
+HRESULT QueuePair::Read(VOID* ctx, const ND2_SGE sge[], ULONG n, UINT64 raddr, UINT32 rkey, ULONG flags) {
+  rc::SendWr w;
+  w.context = reinterpret_cast<uint64_t>(ctx);
+  w.op = rc::WrOp::kRead;
+  w.remote_addr = raddr;
+  w.rkey = rkey;
+  return PostInitiator(w, sge, n, flags, ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE, ND_INVALID_PARAMETER_6);
+}
+
+HRESULT QueuePair::Write(VOID* ctx, const ND2_SGE sge[], ULONG n, UINT64 raddr, UINT32 rkey, ULONG flags) {
+  rc::SendWr w;
+  w.context = reinterpret_cast<uint64_t>(ctx);
+  w.op = rc::WrOp::kWrite;
+  w.remote_addr = raddr;
+  w.rkey = rkey;
+  return PostInitiator(w, sge, n, flags, ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_INLINE,
+                       ND_INVALID_PARAMETER_6);
+}
+
+HRESULT QueuePair::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
+  if (srq_) return ND_INVALID_DEVICE_REQUEST;  // receives go to the shared queue
+  if (n > caps_.max_recv_sge) return ND_DATA_OVERRUN;
+  if (n && !sge) return ND_INVALID_PARAMETER_2;
+  rc::Sge s[Limits::kMaxSge];
+  uint64_t total;
+  ToSges(sge, n, s, &total);
+  rc::RecvWr w;
+  w.context = reinterpret_cast<uint64_t>(ctx);
+  w.sge = s;
+  w.num_sge = n;
+  absl::MutexLock l(&adapter_->eng().mu());
+  return PostHresult(qp_->PostRecv(w));
+}
+
+namespace {
+template <typename T, typename I>
+T* OursOf(IUnknown* u, REFIID iid, Adapter* a) {
+  if (!u) return nullptr;
+  I* i = nullptr;
+  if (u->QueryInterface(iid, reinterpret_cast<void**>(&i)) != S_OK || !i) return nullptr;
+  T* t = dynamic_cast<T*>(i);
+  i->Release();
+  if (!t || t->adapter() != a) return nullptr;
+  return t;
+}
+}  // namespace
+
+HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, SIZE_T len, ULONG flags) {
+  auto* region = OursOf<MemoryRegion, IND2MemoryRegion>(mr, IID_IND2MemoryRegion, adapter_);
+  if (!region || !region->registered()) return ND_INVALID_PARAMETER_2;
+  auto* window = OursOf<MemoryWindow, IND2MemoryWindow>(mw, IID_IND2MemoryWindow, adapter_);
+  if (!window) return ND_INVALID_PARAMETER_3;
+  if (!buf) return ND_INVALID_PARAMETER_4;
+  constexpr ULONG kAllowed =
+      ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE;
+  if (flags & ~kAllowed) return ND_INVALID_PARAMETER_6;
+  rc::SendWr w;
+  w.context = reinterpret_cast<uint64_t>(ctx);
+  w.op = rc::WrOp::kBind;
+  w.flags = flags & (rc::kSilentSuccess | rc::kReadFence);
+  w.mw = window->handle();
+  w.mr = region->info().handle;
+  w.bind_addr = reinterpret_cast<uint64_t>(buf);
+  w.bind_length = len;
+  w.bind_access = ((flags & ND_OP_FLAG_ALLOW_READ) ? uint32_t{mem::kRemoteRead} : 0u) |
+                  ((flags & ND_OP_FLAG_ALLOW_WRITE) ? uint32_t{mem::kRemoteWrite} : 0u);
+  absl::MutexLock l(&adapter_->eng().mu());
+  const rc::QpState st = qp_->state();
+  if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
+  // The window's token is valid as soon as Bind returns (ND2): allocated now.
+  w.bind_token = window->NewToken();
+  return PostHresult(qp_->PostSend(w));
+}
+
+HRESULT QueuePair::Invalidate(VOID* ctx, IUnknown* mw, ULONG flags) {
+  auto* window = OursOf<MemoryWindow, IND2MemoryWindow>(mw, IID_IND2MemoryWindow, adapter_);
+  if (!window) return ND_INVALID_PARAMETER_2;
+  if (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE)) return ND_INVALID_PARAMETER_3;
+  rc::SendWr w;
+  w.context = reinterpret_cast<uint64_t>(ctx);
+  w.op = rc::WrOp::kInvalidate;
+  w.flags = flags & (rc::kSilentSuccess | rc::kReadFence);
+  w.mw = window->handle();
+  absl::MutexLock l(&adapter_->eng().mu());
+  const rc::QpState st = qp_->state();
+  if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
+  return PostHresult(qp_->PostSend(w));
+}
+
+}  // namespace roce::nd2

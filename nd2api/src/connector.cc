@@ -192,6 +192,7 @@ HRESULT Connector::Connect(IUnknown* qpu, const sockaddr* dest, ULONG len, ULONG
       },
       kTagConnect);
   if (!AdvanceResolve(now)) adapter_->AddResolving(this);
+  adapter_->Kick();
   return h;
 }
 
@@ -233,6 +234,7 @@ HRESULT Connector::CompleteConnect(OVERLAPPED* ov) {
     const auto s = adapter_->eng().cm().CompleteConnect(conn_, adapter_->eng().NowNs());
     result = s.ok() ? ND_SUCCESS : ND_IO_TIMEOUT;
     state_ = s.ok() ? State::kEstablished : State::kFailed;
+    adapter_->Kick();
   }
   const HRESULT h = ov_.Pend(ov, {}, kTagComplete);
   ov_.Complete(ov, result);
@@ -266,6 +268,7 @@ HRESULT Connector::Accept(IUnknown* qpu, ULONG in_rl, ULONG out_rl, const VOID* 
   qp_ = qp;
   qp->SetConnector(this);
   state_ = State::kAccepting;
+  adapter_->Kick();
   return ov_.Pend(ov, {}, kTagAccept);
 }
 
@@ -281,6 +284,7 @@ HRESULT Connector::Reject(const VOID* pd, ULONG pd_len) {
     return ND_CONNECTION_ABORTED;
   }
   state_ = State::kRejected;
+  adapter_->Kick();
   return ND_SUCCESS;
 }
 
@@ -355,6 +359,7 @@ HRESULT Connector::Disconnect(OVERLAPPED* ov) {
   const auto s = adapter_->eng().cm().Disconnect(conn_, adapter_->eng().NowNs());
   if (!s.ok()) return ND_CONNECTION_INVALID;
   state_ = State::kDisconnecting;
+  adapter_->Kick();
   return ov_.Pend(ov, {}, kTagDisconnect);
 }
 

@@ -178,6 +178,10 @@ class Adapter final : public IND2Adapter {
   bool inline_progress() const { return !cfg_.progress_thread; }
   // Inline: one engine pass (no-op for a thread adapter).
   size_t Progress();
+  // Work was posted (a WR, a CM request): a napping progress thread wakes.
+  void Kick() {
+    if (cfg_.progress_thread) eng().Kick();
+  }
   // The overlapped file for a HANDLE of this process (null if not one).
   static std::shared_ptr<OverlappedFile> FileOf(HANDLE h);
 

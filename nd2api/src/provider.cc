@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include <chrono>
+#include <thread>
+
 #include "nd2api/src/nd2.h"
 #include "stack/port/eal.h"
 
@@ -213,6 +216,40 @@ bool Provider::PollInline() {
   return any;
 }
 
+namespace {
+// Threads blocked in a wait drive the inline adapters: one pass per call.
+// A wait that sees nothing move for kWaitSpinNs starts napping (1 us
+// doubling to kWaitNapMaxNs, never past the wait's budget), so a thread
+// blocked for long in GetConnectionRequest or a Notify costs little CPU; a
+// wait that follows a pause of more than kWaitSpinNs in calls starts fresh.
+constexpr uint64_t kWaitSpinNs = 200'000;
+constexpr uint64_t kWaitNapMaxNs = 1'000'000;
+thread_local uint64_t t_idle_since = 0, t_last_call = 0, t_nap = 0;
+
+uint64_t MonoNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+bool InlineWaitHook(uint32_t budget_ms) {
+  Provider* p = Provider::Get();
+  if (!p) return false;
+  if (p->PollInline()) {
+    t_idle_since = t_nap = 0;
+    return true;
+  }
+  const uint64_t now = MonoNs();
+  if (t_idle_since == 0 || now - t_last_call > kWaitSpinNs) t_idle_since = now, t_nap = 0;
+  t_last_call = now;
+  if (budget_ms == 0 || now - t_idle_since < kWaitSpinNs) return false;
+  t_nap = t_nap ? std::min(t_nap * 2, kWaitNapMaxNs) : 1000;
+  std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(t_nap, uint64_t{budget_ms} * 1'000'000)));
+  t_last_call = MonoNs();
+  return false;
+}
+}  // namespace
+
 HRESULT Provider::Startup() {
   std::lock_guard<std::mutex> l(g_mu);
   if (g_startups++ > 0) return ND_SUCCESS;
@@ -272,10 +309,7 @@ HRESULT Provider::Startup() {
   }
   g_provider = prov;
   // Threads blocked in a wait drive inline adapters.
-  SetProgressHook([](uint32_t) {
-    Provider* p = g_provider;
-    return p ? p->PollInline() : false;
-  });
+  SetProgressHook(InlineWaitHook);
   return ND_SUCCESS;
 }
 

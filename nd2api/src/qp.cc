@@ -98,7 +98,7 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
   absl::MutexLock l(&adapter_->eng().mu());
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
-  return PostHresult(qp_->PostSend(w));
+  return PostHresult(qp_->PostSend(w));  // rings the engine's doorbell
 }
 
 HRESULT QueuePair::Send(VOID* ctx, const ND2_SGE sge[], ULONG n, ULONG flags) {

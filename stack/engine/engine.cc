@@ -300,8 +300,38 @@ size_t Engine::Poll() {
 // ---- dedicated mode ----------------------------------------------------------------------
 
 void Engine::Loop() {
+  uint64_t idle_since = 0, nap = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (Poll() == 0) rte_pause();
+    if (Poll() != 0) {
+      idle_since = 0;
+      nap = 0;
+      continue;
+    }
+    if (opts_.idle_sleep_max_ns == 0) {
+      rte_pause();
+      continue;
+    }
+    const uint64_t now = NowNs();
+    if (idle_since == 0 || kicked_.exchange(false)) idle_since = now;
+    if (now - idle_since < opts_.idle_spin_ns) {
+      rte_pause();
+      continue;
+    }
+    nap = nap ? std::min(nap * 2, opts_.idle_sleep_max_ns) : 1000;
+    absl::MutexLock l(&nap_mu_);
+    napping_.store(true);  // then kicked_ is read: Kick() sees one or the other
+    if (!kicked_.exchange(false) && !stop_.load())
+      nap_cv_.WaitWithTimeout(&nap_mu_, absl::Nanoseconds(static_cast<int64_t>(nap)));
+    napping_.store(false);
+    naps_++;
+  }
+}
+
+void Engine::Kick() {
+  kicked_.store(true);
+  if (napping_.load()) {
+    absl::MutexLock l(&nap_mu_);
+    nap_cv_.Signal();
   }
 }
 
@@ -329,6 +359,7 @@ absl::Status Engine::Start(int lcore) {
 void Engine::Stop() {
   if (!running_.load()) return;
   stop_ = true;
+  Kick();
   if (lcore_ >= 0)
     rte_eal_wait_lcore(static_cast<unsigned>(lcore_));
   else if (thread_.joinable())

@@ -49,6 +49,13 @@ struct EngineOptions {
   uint32_t arp_retries = 10;
   // The connection manager on QP 1 (mac/addrs come from the port).
   cm::ConnectionManager::Config cm;
+  // Dedicated mode: after `idle_spin_ns` of passes that found nothing to do
+  // the loop sleeps, 1 us doubling up to `idle_sleep_max_ns` per nap, until a
+  // pass finds work or Kick() is called (an idle engine costs well under 5%
+  // of a core; the first frame after a long idle waits up to one nap).
+  // idle_sleep_max_ns = 0: always spin.
+  uint64_t idle_spin_ns = 200'000;
+  uint64_t idle_sleep_max_ns = 1'000'000;
 };
 
 struct EngineCounters {
@@ -78,6 +85,10 @@ class Engine : public rc::PacketSink {
   // Dedicated mode. lcore >= 0: rte_eal_remote_launch on that worker lcore.
   absl::Status Start(int lcore = -1);
   void Stop();
+  // Work was posted from outside the engine's thread (dedicated mode): end
+  // an idle nap now. Cheap; any thread, with or without mu().
+  void Kick();
+  void Doorbell() override { Kick(); }
   bool running() const { return running_.load(); }
 
   // Monotonic nanoseconds (TSC).
@@ -135,6 +146,10 @@ class Engine : public rc::PacketSink {
   double ns_per_cycle_ = 1;
   uint64_t tsc0_ = 0;
   std::atomic<bool> running_{false}, stop_{false};
+  std::atomic<bool> kicked_{false}, napping_{false};
+  absl::Mutex nap_mu_;
+  absl::CondVar nap_cv_;
+  uint64_t naps_ = 0;
   std::thread thread_;
   int lcore_ = -1;
   port::TelemetryRegistration telemetry_;

@@ -92,6 +92,9 @@ class RcDevice {
   void MarkActive(QueuePair* qp);
   void TimerChanged(QueuePair* qp);
   bool Transmit(const TxPacket& pkt, uint64_t now);
+  void Doorbell() {
+    if (sink_) sink_->Doorbell();
+  }
   void Event(uint32_t qpn, const char* e, uint64_t a, uint64_t b) {
     if (cfg_.event_hook) cfg_.event_hook(qpn, e, a, b);
   }

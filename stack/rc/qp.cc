@@ -283,7 +283,10 @@ PostResult QueuePair::PostSend(const SendWr& wr) {
     sq_head_ = cursor_ = ack_scan_ = sq_tail_;
     return PostResult::kOk;
   }
-  if (state_ == QpState::kRts) dev_->MarkActive(this);
+  if (state_ == QpState::kRts) {
+    dev_->MarkActive(this);
+    dev_->Doorbell();
+  }
   return PostResult::kOk;
 }
 

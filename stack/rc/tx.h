@@ -32,6 +32,10 @@ class PacketSink {
   virtual ~PacketSink() = default;
   // Takes the packet or returns false (no room now: the QP retries later).
   virtual bool Transmit(const TxPacket& pkt, uint64_t now) = 0;
+  // A work request was posted (from any thread, with the device's lock held):
+  // whatever runs Poll() should run it soon (an engine napping while idle
+  // wakes up).
+  virtual void Doorbell() {}
 };
 
 // Bytes of the frame `pkt` serializes to.

@@ -1,0 +1,140 @@
+// An idle adapter costs under 5% of a core (issue 12): a progress-thread
+// adapter with nothing to do naps instead of spinning, and a thread blocked
+// in a wait on an inline adapter (a listener waiting for a request) naps too.
+// CPU time, not wall time, is measured: a busy machine only makes it lower.
+// The other half — a nap never loses work — is the second test: after the
+// idle time the napping waiter still serves a connection request.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ndspi.h>
+#include <ndsupport.h>
+
+namespace {
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+std::string WriteConfig(const char* progress) {
+  const std::string path = "/tmp/nd2_idle_test_" + std::to_string(getpid()) + ".ini";
+  std::ofstream f(path);
+  f << "[adapter0]\nprofile = net_ring.ini\nport.ring = nd2idle\nport.ring_side = a\nip = 10.0.1.1/24\n"
+       "progress = " << progress << "\n";
+  return path;
+}
+
+sockaddr_in Addr(const char* ip, uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  return a;
+}
+
+// CPU share of the process while `f` runs for about `seconds` of wall time.
+template <typename F>
+double CpuShare(double seconds, F f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = CpuSeconds();
+  f(seconds);
+  const double c1 = CpuSeconds();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return (c1 - c0) / wall;
+}
+
+TEST(Nd2Idle, ProgressThreadAdapterNaps) {
+  const std::string cfg = WriteConfig("thread");
+  setenv("ND2_CONFIG", cfg.c_str(), 1);
+  ASSERT_EQ(NdStartup(), ND_SUCCESS);
+  sockaddr_in a = Addr("10.0.1.1", 0);
+  IND2Adapter* adapter = nullptr;
+  ASSERT_EQ(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr*>(&a), sizeof a,
+                          reinterpret_cast<void**>(&adapter)),
+            ND_SUCCESS);
+  const double share =
+      CpuShare(1.5, [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); });
+  std::printf("progress thread, idle: %.2f%% of a core\n", share * 100);
+  EXPECT_LT(share, 0.05);
+  adapter->Release();
+  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
+  unlink(cfg.c_str());
+}
+
+// Inline progress: a thread blocked in GetOverlappedResult drives the engine;
+// with nothing arriving it naps. After the idle time a loopback connection
+// and a Send still complete (the nap ends, nothing is lost).
+TEST(Nd2Idle, InlineWaiterNapsAndStillServes) {
+  const std::string cfg = WriteConfig("inline");
+  setenv("ND2_CONFIG", cfg.c_str(), 1);
+  ASSERT_EQ(NdStartup(), ND_SUCCESS);
+  sockaddr_in a = Addr("10.0.1.1", 0);
+  IND2Adapter* adapter = nullptr;
+  ASSERT_EQ(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr*>(&a), sizeof a,
+                          reinterpret_cast<void**>(&adapter)),
+            ND_SUCCESS);
+  HANDLE file = nullptr;
+  ASSERT_EQ(adapter->CreateOverlappedFile(&file), ND_SUCCESS);
+  IND2Listener* l = nullptr;
+  IND2Connector* sconn = nullptr;
+  ASSERT_EQ(adapter->CreateListener(IID_IND2Listener, file, reinterpret_cast<void**>(&l)), ND_SUCCESS);
+  ASSERT_EQ(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void**>(&sconn)), ND_SUCCESS);
+  sockaddr_in la = Addr("10.0.1.1", 7001);
+  ASSERT_EQ(l->Bind(reinterpret_cast<sockaddr*>(&la), sizeof la), ND_SUCCESS);
+  ASSERT_EQ(l->Listen(0), ND_SUCCESS);
+  OVERLAPPED lov{};
+  lov.hEvent = CreateEvent(nullptr, FALSE, FALSE, nullptr);
+  ASSERT_EQ(l->GetConnectionRequest(sconn, &lov), ND_PENDING);
+
+  // The server thread blocks in the wait the whole time.
+  HRESULT got = ND_PENDING;
+  std::thread server([&] { got = l->GetOverlappedResult(&lov, TRUE); });
+  const double share =
+      CpuShare(1.5, [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); });
+  std::printf("inline, one thread blocked in a wait: %.2f%% of a core\n", share * 100);
+  EXPECT_LT(share, 0.05);
+
+  // Now a client connects: the napping waiter serves it.
+  IND2CompletionQueue* cq = nullptr;
+  IND2QueuePair* qp = nullptr;
+  IND2Connector* cconn = nullptr;
+  ASSERT_EQ(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0, reinterpret_cast<void**>(&cq)),
+            ND_SUCCESS);
+  ASSERT_EQ(adapter->CreateQueuePair(IID_IND2QueuePair, cq, cq, nullptr, 4, 4, 1, 1, 0,
+                                     reinterpret_cast<void**>(&qp)),
+            ND_SUCCESS);
+  ASSERT_EQ(adapter->CreateConnector(IID_IND2Connector, file, reinterpret_cast<void**>(&cconn)), ND_SUCCESS);
+  OVERLAPPED cov{};
+  cov.hEvent = CreateEvent(nullptr, FALSE, FALSE, nullptr);
+  ASSERT_EQ(cconn->Connect(qp, reinterpret_cast<sockaddr*>(&la), sizeof la, 0, 0, nullptr, 0, &cov), ND_PENDING);
+  server.join();
+  EXPECT_EQ(got, ND_SUCCESS);
+  // Refused: the request was seen; the client learns it.
+  EXPECT_EQ(sconn->Reject(nullptr, 0), ND_SUCCESS);
+  EXPECT_EQ(cconn->GetOverlappedResult(&cov, TRUE), ND_CONNECTION_REFUSED);
+  CloseHandle(cov.hEvent);
+  CloseHandle(lov.hEvent);
+  cconn->Release();
+  qp->Release();
+  cq->Release();
+  sconn->Release();
+  l->Release();
+  CloseHandle(file);
+  adapter->Release();
+  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
+  unlink(cfg.c_str());
+}
+
+}  // namespace

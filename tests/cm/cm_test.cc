@@ -145,7 +145,9 @@ TEST(Cm, ConnectAcceptAndDataBothWays) {
   EXPECT_EQ(e.qb->state(), rc::QpState::kRts);
   EXPECT_EQ(e.qa->attr().dest_qpn, e.qb->qpn());
   EXPECT_EQ(e.qb->attr().dest_qpn, e.qa->qpn());
-  const CmRep& rep = *p.Mads(1, wcm::kAttrRep)[0].mad.As<CmRep>();
+  const auto reps = p.Mads(1, wcm::kAttrRep);
+  ASSERT_EQ(reps.size(), 1u);
+  const CmRep rep = *reps[0].mad.As<CmRep>();
   EXPECT_EQ(e.qa->attr().sq_psn, rep.starting_psn);
   EXPECT_EQ(e.qa->attr().rq_psn, r.starting_psn);
   EXPECT_EQ(e.qb->attr().sq_psn, r.starting_psn);

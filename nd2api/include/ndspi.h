@@ -18,8 +18,8 @@
 // final status with GetOverlappedResult. Any other return value means the request is over and
 // nothing will be signalled.
 //
-// Beyond Microsoft's interfaces, one extension of ours: IND2QueuePairSendAndInvalidate (at the
-// end of this file).
+// Beyond Microsoft's interfaces, two extensions of ours: IND2QueuePairSendAndInvalidate and
+// IND2AdapterDiagnostics (at the end of this file).
 #ifndef _NDSPI_H_
 #define _NDSPI_H_
 
@@ -453,6 +453,84 @@ struct DECLSPEC_NOVTABLE IND2QueuePairSendAndInvalidate : public IUnknown {
 
  protected:
   ~IND2QueuePairSendAndInvalidate() = default;
+};
+
+// ---- Extension (ours): IND2AdapterDiagnostics --------------------------------------------------
+// What an adapter's stack holds now and what its connection manager has counted, for programs
+// that must show that they leaked nothing (build/tools/rping --cycles) or that must see what the
+// wire did where ND2 reports less (the reason code of a peer's REJ, which ND2 folds into
+// ND_CONNECTION_REFUSED; a disconnect that crossed the peer's). Read-only: nothing here changes
+// the adapter. Not part of Microsoft's ND2: these types and this IID are this project's.
+//
+// {ED25C650-31B3-4555-A59A-9F796E2D2F03}: a random (version 4) GUID generated for this project.
+DEFINE_GUID(IID_IND2AdapterDiagnostics, 0xed25c650, 0x31b3, 0x4555, 0xa5, 0x9a, 0x9f, 0x79, 0x6e,
+            0x2d, 0x2f, 0x03);
+
+#define ND2_DIAGNOSTICS_VERSION_1 1
+
+typedef struct _ND2_ADAPTER_DIAGNOSTICS {
+  ULONG InfoVersion;  // in: ND2_DIAGNOSTICS_VERSION_1
+  ULONG Reserved;     // out: 0
+  // Held now (a released IND2QueuePair's queue pair is destroyed at once; its number then
+  // waits in quarantine before a new queue pair may use it, 2 s).
+  UINT64 QueuePairs;          // queue pairs in use
+  UINT64 QuarantinedQpns;     // numbers of destroyed queue pairs not yet reusable
+  UINT64 Connections;         // connections the connection manager tracks (time-wait included)
+  UINT64 BoundPorts;          // ND ports bound (connectors, listeners, connections)
+  UINT64 MemoryRegions;       // registered memory regions
+  UINT64 MemoryWindows;       // memory windows
+  UINT64 PacketBuffersInUse;  // the port's packet buffers (DPDK mbufs) out of its pool
+  // Counted since NdStartup: CM messages (MADs on QP 1) sent and received.
+  UINT64 CmRequestsSent, CmRequestsReceived;                      // REQ
+  UINT64 CmRepliesSent, CmRepliesReceived;                        // REP
+  UINT64 CmRejectsSent, CmRejectsReceived;                        // REJ
+  UINT64 CmDisconnectRequestsSent, CmDisconnectRequestsReceived;  // DREQ
+  UINT64 CmDisconnectRepliesSent, CmDisconnectRepliesReceived;    // DREP
+  UINT64 CmRetransmits;         // CM messages sent again (no answer in time)
+  UINT64 CmTimeouts;            // connections the CM gave up on (REQ, REP or DREQ unanswered)
+  UINT64 CmCrossedDisconnects;  // the peer's DREQ arrived while ours was outstanding
+} ND2_ADAPTER_DIAGNOSTICS;
+static_assert(sizeof(ND2_ADAPTER_DIAGNOSTICS) == 8 + 7 * 8 + 13 * 8,
+              "ND2_ADAPTER_DIAGNOSTICS layout");
+
+typedef struct _ND2_CONNECTOR_DIAGNOSTICS {
+  ULONG InfoVersion;       // in: ND2_DIAGNOSTICS_VERSION_1
+  ULONG RejectReason;      // the IBTA CM REJ reason of the connection's REJ, received or sent
+                           // (0: none). E.g. 8 invalid service ID (nobody listens on the port),
+                           // 28 consumer reject (the peer's application: IND2Connector::Reject,
+                           // rdma_reject)
+  ULONG TimedOut;          // 1: the CM gave up waiting for the peer
+  ULONG PeerDisconnected;  // 1: the peer sent a DREQ
+  ULONG LocalQpn;          // the queue pair numbers on the wire (0: not known yet)
+  ULONG PeerQpn;
+  ULONG LocalCommId;       // the CM communication IDs
+  ULONG PeerCommId;
+} ND2_CONNECTOR_DIAGNOSTICS;
+static_assert(sizeof(ND2_CONNECTOR_DIAGNOSTICS) == 32, "ND2_CONNECTOR_DIAGNOSTICS layout");
+
+// Obtained from an adapter: adapter->QueryInterface(IID_IND2AdapterDiagnostics, &d) (E_NOINTERFACE
+// from a provider without the extension). A separate object holding a reference on the adapter:
+// QueryInterface on it for IID_IND2Adapter gives the adapter back; Release it when done.
+struct DECLSPEC_NOVTABLE IND2AdapterDiagnostics : public IUnknown {
+  // Fills *pInfo (*pcbInfo in: its size; out: the size written or needed).
+  //   ND_SUCCESS, ND_BUFFER_OVERFLOW (pInfo NULL or *pcbInfo too small: *pcbInfo = the size),
+  //   ND_INVALID_PARAMETER_1 (InfoVersion not ND2_DIAGNOSTICS_VERSION_1),
+  //   ND_INVALID_PARAMETER_2 (pcbInfo NULL).
+  virtual HRESULT STDMETHODCALLTYPE QueryAdapter(_Out_opt_ ND2_ADAPTER_DIAGNOSTICS* pInfo,
+                                                 _Inout_ ULONG* pcbInfo) = 0;
+
+  // The connection of one of this adapter's connectors, as the connection manager knows it; still
+  // there after the connection failed (a Connect completed ND_CONNECTION_REFUSED: RejectReason
+  // says why), until the connector is released.
+  //   ND_SUCCESS, ND_BUFFER_OVERFLOW, ND_INVALID_PARAMETER_1 (not a connector of this adapter),
+  //   ND_INVALID_PARAMETER_2 (InfoVersion), ND_INVALID_PARAMETER_3 (pcbInfo NULL),
+  //   ND_CONNECTION_INVALID (the connector has no connection: no REQ sent, no request taken).
+  virtual HRESULT STDMETHODCALLTYPE QueryConnector(_In_ IUnknown* pConnector,
+                                                   _Out_opt_ ND2_CONNECTOR_DIAGNOSTICS* pInfo,
+                                                   _Inout_ ULONG* pcbInfo) = 0;
+
+ protected:
+  ~IND2AdapterDiagnostics() = default;
 };
 
 #endif  // _NDSPI_H_

@@ -45,6 +45,7 @@ HRESULT Adapter::QueryInterface(REFIID riid, void** ppv) {
     AddRef();
     return S_OK;
   }
+  if (riid == IID_IND2AdapterDiagnostics) return CreateAdapterDiagnostics(this, ppv);  // our extension
   *ppv = nullptr;
   return E_NOINTERFACE;
 }

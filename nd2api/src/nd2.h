@@ -139,6 +139,9 @@ class Provider final : public IND2Provider {
   std::vector<std::unique_ptr<Adapter>> adapters_;
 };
 
+// IND2AdapterDiagnostics (diag.cc): a new tear-off of `a` in *ppv.
+HRESULT CreateAdapterDiagnostics(Adapter* a, void** ppv);
+
 // Writes a SOCKET_ADDRESS_LIST of `ips` (port 0) into list / *cb.
 HRESULT FillAddressList(const std::vector<wire::IpAddr>& ips, SOCKET_ADDRESS_LIST* list, ULONG* cb);
 
@@ -398,6 +401,7 @@ class Connector final : public IND2Connector {
   // it cannot be. True when no longer resolving.
   bool AdvanceResolve(uint64_t now);
   Adapter* adapter() { return adapter_; }
+  cm::ConnId conn_id() const { return conn_; }  // engine lock held (diag.cc)
 
   // How long a Connect waits for ARP/NDP (the neighbor table's own
   // resolution time: three requests one second apart).

@@ -3,11 +3,19 @@
 #include <rte_cfgfile.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <type_traits>
 
 #include <absl/strings/match.h>
+#include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
+
+#include "stack/port/profile.h"
 
 namespace roce::nd2 {
 
@@ -23,6 +31,14 @@ std::string Dir(const std::string& p) {
   return s == std::string::npos ? "." : p.substr(0, s);
 }
 
+// An unsigned integer in [lo, hi].
+bool ParseUint(const std::string& v, uint32_t lo, uint32_t hi, uint32_t* out) {
+  uint32_t x;
+  if (!absl::SimpleAtoi(v, &x) || x < lo || x > hi) return false;
+  *out = x;
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<Nd2Config> LoadNd2Config() {
@@ -31,13 +47,18 @@ absl::StatusOr<Nd2Config> LoadNd2Config() {
 }
 
 absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
-  if (!Exists(path))
-    return absl::NotFoundError(absl::StrCat(
-        "ND2 configuration ", path, " not found (set ND2_CONFIG to an INI file with an [adapter] section)"));
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return absl::NotFoundError(absl::StrCat("ND2 configuration ", path, " not found: ", std::strerror(errno),
+                                            " (set ND2_CONFIG to an INI file with an [adapter...] section)"));
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
   rte_cfgfile_parameters params{};
   params.comment_character = ';';
   rte_cfgfile* cfg = rte_cfgfile_load_with_params(path.c_str(), 0, &params);
-  if (!cfg) return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid INI file"));
+  if (!cfg)
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a valid INI file (unreadable, a line outside [section]s, or a line that is "
+                           "neither [section] nor key = value)"));
   Nd2Config out;
   out.path = path;
   absl::Status err;
@@ -46,10 +67,12 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
   std::vector<char*> ptrs;
   for (auto& n : names) ptrs.push_back(n.data());
   rte_cfgfile_sections(cfg, ptrs.data(), nsec);
+  std::map<std::string, std::string> owner;  // explicit address -> section
   for (int s = 0; s < nsec && err.ok(); s++) {
     const std::string sec = ptrs[s];
     if (!absl::StartsWith(sec, "adapter")) {
-      err = absl::InvalidArgumentError(absl::StrCat(path, ": section [", sec, "]: only [adapter...] sections are known"));
+      err = absl::InvalidArgumentError(
+          absl::StrCat(path, ": section [", sec, "]: unknown (one [adapter...] section per adapter)"));
       break;
     }
     AdapterConfig a;
@@ -57,10 +80,19 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
     const int n = rte_cfgfile_section_num_entries(cfg, sec.c_str());
     std::vector<rte_cfgfile_entry> entries(static_cast<size_t>(std::max(n, 0)));
     rte_cfgfile_section_entries(cfg, sec.c_str(), entries.data(), n);
+    bool have_v4 = false, have_v6 = false;
     for (const rte_cfgfile_entry& e : entries) {
       const std::string k = e.name, v = e.value;
       auto bad = [&](const std::string& why) {
         err = absl::InvalidArgumentError(absl::StrCat(path, ": [", sec, "] ", k, " = ", v, ": ", why));
+      };
+      auto number = [&](uint32_t lo, uint32_t hi, auto* field, const char* what) {
+        uint32_t x;
+        if (!ParseUint(v, lo, hi, &x)) {
+          bad(absl::StrCat("expected ", what, " (", lo, "..", hi, ")"));
+          return;
+        }
+        *field = static_cast<std::remove_pointer_t<decltype(field)>>(x);
       };
       if (k == "profile") {
         std::string p = v;
@@ -69,37 +101,77 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
           const std::string shipped = std::string(ROCE_SOURCE_DIR) + "/drivers-cfg/" + p;
           p = Exists(rel) ? rel : shipped;
         }
-        if (!Exists(p)) bad("no such profile (a path, relative to the configuration file, or a drivers-cfg/ name)");
+        if (v.empty() || !Exists(p))
+          bad("no such profile (a path, relative to the configuration file, or a drivers-cfg/ name)");
         a.profile = p;
       } else if (k == "iface") {
+        if (v.empty()) bad("an interface name");
         a.iface = v;
       } else if (k == "ip" || k == "ip6") {
-        if (v.find('/') == std::string::npos) bad("an address with its prefix length, e.g. 198.18.0.10/24");
-        a.ips.push_back(v);
+        const bool v6 = k == "ip6";
+        auto pfx = port::ParseIpPrefix(v);
+        if (v.find('/') == std::string::npos || !pfx.ok() || pfx->addr.IsV4() == v6) {
+          bad(v6 ? "an IPv6 address with its prefix length, e.g. fd00::10/64"
+                 : "an IPv4 address with its prefix length, e.g. 198.18.0.10/24");
+        } else if ((v6 ? have_v6 : have_v4)) {
+          bad(absl::StrCat("a second ", k, " (an adapter has one IPv4 and one IPv6 address)"));
+        } else {
+          const std::string addr = pfx->addr.ToString();
+          auto [it, fresh] = owner.emplace(addr, sec);
+          if (!fresh) bad(absl::StrCat("already the address of [", it->second, "]"));
+          (v6 ? have_v6 : have_v4) = true;
+          a.ips.push_back(v);
+        }
       } else if (k == "mtu") {
+        uint32_t m;
+        if (!ParseUint(v, 576, 9600, &m)) bad("expected an IP MTU (576..9600)");
         a.overrides.push_back("port.mtu=" + v);
       } else if (k == "capture") {
+        if (v.empty()) bad("a pcap file to write");
         a.capture = v;
       } else if (k == "progress") {
         if (v == "inline") a.progress_thread = false;
         else if (v == "thread") a.progress_thread = true;
         else bad("progress is inline or thread");
+      } else if (k == "cm_timeout") {
+        number(8, 31, &a.cm_timeout, "an exponent: 4.096 us * 2^n");
+      } else if (k == "cm_retries") {
+        number(0, 15, &a.cm_retries, "a retry count");
+      } else if (k == "cm_mra_timeout") {
+        number(0, 31, &a.cm_mra_timeout, "an exponent: 4.096 us * 2^n");
+      } else if (k == "rnr_retry") {
+        number(0, 7, &a.rnr_retry, "a retry count, 7 = forever");
+      } else if (k == "rnr_timer") {
+        number(0, 31, &a.rnr_timer, "an IB RNR timer code");
+      } else if (k == "ephemeral_ports") {
+        std::vector<std::string> r = absl::StrSplit(v, '-');
+        uint32_t lo, hi;
+        if (r.size() != 2 || !ParseUint(r[0], 1, 65535, &lo) || !ParseUint(r[1], 1, 65535, &hi) || lo > hi) {
+          bad("expected first-last, two ports in 1..65535, e.g. 49152-65535");
+        } else {
+          a.ephemeral_first = static_cast<uint16_t>(lo);
+          a.ephemeral_last = static_cast<uint16_t>(hi);
+        }
       } else if (k.find('.') != std::string::npos) {
         a.overrides.push_back(k + "=" + v);
       } else {
-        bad("unknown key (profile, iface, ip, ip6, mtu, capture, progress, or a profile key section.key)");
+        bad("unknown key (profile, iface, ip, ip6, mtu, capture, progress, cm_timeout, cm_retries, "
+            "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, or a profile key section.key)");
       }
       if (!err.ok()) break;
     }
     if (err.ok() && a.profile.empty())
-      err = absl::InvalidArgumentError(absl::StrCat(path, ": [", sec, "] has no profile ="));
+      err = absl::InvalidArgumentError(
+          absl::StrCat(path, ": [", sec, "] profile: missing (profile = a drivers-cfg profile, e.g. net_tap.ini)"));
     if (err.ok() && a.ips.empty())
-      err = absl::InvalidArgumentError(absl::StrCat(path, ": [", sec, "] has no ip = (the adapter's ND address)"));
+      err = absl::InvalidArgumentError(
+          absl::StrCat(path, ": [", sec, "] ip: missing (ip = the adapter's ND address, e.g. 198.18.0.10/24)"));
     out.adapters.push_back(std::move(a));
   }
   rte_cfgfile_close(cfg);
   if (!err.ok()) return err;
-  if (out.adapters.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no [adapter] section"));
+  if (out.adapters.empty())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no [adapter...] section (one per adapter)"));
   return out;
 }
 

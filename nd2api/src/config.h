@@ -1,24 +1,37 @@
 // Which adapters an ND2 process has: an INI file (read with rte_cfgfile)
-// named by the environment variable ND2_CONFIG, else kDefaultConfigPath.
+// named by the environment variable ND2_CONFIG, else kDefaultConfigPath
+// (/etc/soft-rnic/nd2.ini).
 //
 //   ; one section per adapter; its name starts with "adapter"
 //   [adapter0]
 //   profile  = net_tap.ini           ; a drivers-cfg profile: a path, relative to
 //                                    ; this file's folder, or a name in drivers-cfg/
 //   iface    = dtap0                 ; the driver's interface (tap name, veth, ...)
-//   ip       = 198.18.0.10/24        ; the adapter's address (ND address); repeat as
-//   ip6      = fd00::10/64           ;   ip6 for an IPv6 one
-//   mtu      = 1500                  ; port.mtu
+//   ip       = 198.18.0.10/24        ; the adapter's IPv4 address (ND address) and
+//   ip6      = fd00::10/64           ;   IPv6 address; at least one of them (with
+//                                    ;   its prefix: the on-link subnet)
+//   mtu      = 1500                  ; port.mtu (IP MTU, 576..9600)
 //   capture  = /tmp/adapter0.pcap    ; every frame sent and received
 //   progress = inline                ; inline (default): the application's threads drive
 //                                    ; the engine in GetResults and in every wait;
 //                                    ; thread: a progress thread of its own
+//   ; connection manager and transport (defaults shown):
+//   cm_timeout      = 18             ; CM response timeout, 4.096 us * 2^n (8..31): 1.07 s
+//   cm_retries      = 15             ; CM retransmissions before a timeout (0..15)
+//   cm_mra_timeout  = 24             ; the wait our MRA asks of a peer while the application
+//                                    ; has not called Accept / CompleteConnect (0..31): 69 s
+//   ephemeral_ports = 49152-65535    ; ports Bind(port 0) and Connect choose from
+//   rnr_retry       = 6              ; RNR retries before a Send with no receive posted at
+//                                    ; the peer completes ND_IO_TIMEOUT (0..7; 7 = forever)
+//   rnr_timer       = 18             ; the RNR NAK timer we ask peers to wait (IB code
+//                                    ; 1..31: 18 = 5.12 ms; 0 = 655 ms)
 //   fault.rx_drop = 0.01             ; any other key "section.key" overrides that
 //                                    ; profile key (as rc-pingpong's --set)
 //
 // Errors name the file, the section and the key.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,6 +49,14 @@ struct AdapterConfig {
   std::string capture;
   std::vector<std::string> overrides;  // "section.key=value"
   bool progress_thread = false;
+  // Connection manager.
+  uint8_t cm_timeout = 18;
+  uint8_t cm_retries = 15;
+  uint8_t cm_mra_timeout = 24;
+  uint16_t ephemeral_first = 49152, ephemeral_last = 65535;
+  // Transport (what the CM negotiates for our QPs).
+  uint8_t rnr_retry = 6;
+  uint8_t rnr_timer = 18;
 };
 
 struct Nd2Config {
@@ -43,7 +64,9 @@ struct Nd2Config {
   std::vector<AdapterConfig> adapters;
 };
 
-// Reads the file ND2_CONFIG names (or the default).
+// Reads the file ND2_CONFIG names (or the default). NotFound when the file
+// does not exist, InvalidArgument with "file: [section] key = value: why"
+// for a bad one.
 absl::StatusOr<Nd2Config> LoadNd2Config();
 absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path);
 

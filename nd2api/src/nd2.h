@@ -120,8 +120,9 @@ class Provider final : public IND2Provider {
  public:
   static Provider* Get();  // null before NdStartup
   HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
-  ULONG STDMETHODCALLTYPE AddRef() override { return 1; }
-  ULONG STDMETHODCALLTYPE Release() override { return 1; }
+  // A reference is a startup (NdStartup); Release an NdCleanup.
+  ULONG STDMETHODCALLTYPE AddRef() override;
+  ULONG STDMETHODCALLTYPE Release() override;
   HRESULT STDMETHODCALLTYPE QueryAddressList(SOCKET_ADDRESS_LIST* list, ULONG* cb) override;
   HRESULT STDMETHODCALLTYPE ResolveAddress(const sockaddr* addr, ULONG len, UINT64* id) override;
   HRESULT STDMETHODCALLTYPE OpenAdapter(REFIID iid, UINT64 id, VOID** pp) override;
@@ -141,6 +142,9 @@ class Provider final : public IND2Provider {
 
 // IND2AdapterDiagnostics (diag.cc): a new tear-off of `a` in *ppv.
 HRESULT CreateAdapterDiagnostics(Adapter* a, void** ppv);
+
+// True if `peer` is in the subnet of the adapter's address of its family.
+bool OnLink(const Adapter& a, const wire::IpAddr& peer);
 
 // Writes a SOCKET_ADDRESS_LIST of `ips` (port 0) into list / *cb.
 HRESULT FillAddressList(const std::vector<wire::IpAddr>& ips, SOCKET_ADDRESS_LIST* list, ULONG* cb);
@@ -179,6 +183,7 @@ class Adapter final : public IND2Adapter {
   const std::vector<wire::IpAddr>& addrs() const { return addrs_; }
   bool HasAddress(const wire::IpAddr& ip) const;
   bool inline_progress() const { return !cfg_.progress_thread; }
+  const AdapterConfig& config() const { return cfg_; }
   // Inline: one engine pass (no-op for a thread adapter).
   size_t Progress();
   // Work was posted (a WR, a CM request): a napping progress thread wakes.
@@ -392,6 +397,8 @@ class Connector final : public IND2Connector {
   void OnEvent(cm::Event e);
   // A listener hands this connector a request (engine lock held).
   void TakeRequest(const cm::ConnRequest& r);
+  // May GetConnectionRequest use this connector? ND_SUCCESS or why not (engine lock held).
+  HRESULT CanTakeRequest() const;
   // The QP is going away: disconnect without waiting (engine lock held).
   void QpReleased();
   // The listener whose GetConnectionRequest this connector waits in (engine lock held).
@@ -409,7 +416,7 @@ class Connector final : public IND2Connector {
 
  private:
   enum class State : uint8_t { kIdle, kBound, kResolving, kConnecting, kConnected, kRequested, kAccepting, kEstablished,
-                               kDisconnecting, kDisconnected, kRejected, kFailed };
+                               kDisconnecting, kDisconnected, kRejected, kAborted, kFailed };
   static constexpr uintptr_t kTagConnect = 1, kTagAccept = 2, kTagNotifyDisconnect = 3, kTagDisconnect = 4,
                              kTagComplete = 5;
   void Unbind();  // engine lock held
@@ -421,12 +428,18 @@ class Connector final : public IND2Connector {
   uint16_t local_port_ = 0;
   bool port_bound_ = false;
   cm::ConnId conn_ = cm::kNoConn;
-  QueuePair* qp_ = nullptr;   // AddRef'd while connecting / connected
+  QueuePair* qp_ = nullptr;   // not AddRef'd: a released QP tells us (QpReleased)
   cm::ConnRequest request_;
   cm::ConnectParams connect_;       // kResolving: the REQ to send
   uint64_t resolve_deadline_ = 0;
   bool peer_disconnected_ = false;
   Listener* waiting_on_ = nullptr;
+  bool retry_ok_ = false;          // a failed Connect may be retried on this connector
+  bool qp_gone_ = false;           // the application released the QP while we used it
+  bool have_peer_limits_ = false;  // the peer's read limits / private data arrived
+  // connector.cc helpers (engine lock held).
+  void DetachQp();
+  void ForgetConn();
 };
 
 class Listener final : public IND2Listener {
@@ -454,6 +467,7 @@ class Listener final : public IND2Listener {
   wire::IpAddr ip_;
   uint16_t port_ = 0;
   bool bound_ = false;
+  bool any_v4_ = false;  // bound with a sockaddr_in (GetLocalAddress's family)
   cm::ListenerId lid_ = 0;
   bool listening_ = false;
   struct Waiter {

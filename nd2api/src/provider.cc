@@ -3,11 +3,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include <chrono>
 #include <thread>
+
+#include <absl/strings/str_cat.h>
 
 #include "nd2api/src/nd2.h"
 #include "stack/port/eal.h"
@@ -173,6 +176,7 @@ HRESULT Provider::QueryInterface(REFIID riid, void** ppv) {
   if (!ppv) return E_POINTER;
   if (riid == IID_IUnknown || riid == IID_IND2Provider) {
     *ppv = static_cast<IND2Provider*>(this);
+    AddRef();
     return S_OK;
   }
   *ppv = nullptr;
@@ -250,17 +254,23 @@ bool InlineWaitHook(uint32_t budget_ms) {
 }
 }  // namespace
 
+namespace {
+HRESULT StartupFailed(const std::string& message) {
+  std::fprintf(stderr, "libnd2: NdStartup: %s\n", message.c_str());
+  g_startups = 0;
+  return ND_DEVICE_NOT_READY;
+}
+}  // namespace
+
 HRESULT Provider::Startup() {
   std::lock_guard<std::mutex> l(g_mu);
   if (g_startups++ > 0) return ND_SUCCESS;
+  // Every failure: ND_DEVICE_NOT_READY and one line on stderr naming the
+  // file, the [section] and the key.
   auto cfg = LoadNd2Config();
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "libnd2: %s\n", std::string(cfg.status().message()).c_str());
-    g_startups = 0;
-    return ND_DEVICE_NOT_READY;
-  }
+  if (!cfg.ok()) return StartupFailed(std::string(cfg.status().message()));
   std::vector<port::PortProfile> profiles;
-  std::vector<tools::HostOptions> hosts;
+  std::vector<std::string> seen;  // addresses of the adapters so far, "ip [section]"
   for (const AdapterConfig& a : cfg->adapters) {
     tools::HostOptions h;
     h.profile = a.profile;
@@ -268,44 +278,50 @@ HRESULT Provider::Startup() {
     h.overrides = a.overrides;
     h.capture = a.capture;
     auto p = tools::HostProfile(h);
-    if (!p.ok()) {
-      std::fprintf(stderr, "libnd2: %s [%s]: %s\n", cfg->path.c_str(), a.name.c_str(),
-                   std::string(p.status().message()).c_str());
-      g_startups = 0;
-      return ND_DEVICE_NOT_READY;
-    }
+    if (!p.ok())
+      return StartupFailed(absl::StrCat(cfg->path, ": [", a.name, "] profile = ", a.profile, ": ",
+                                        p.status().message()));
     for (const std::string& ip : a.ips) {
-      if (auto s = port::SetAddress(&*p, ip); !s.ok()) {
-        std::fprintf(stderr, "libnd2: %s [%s] ip %s: %s\n", cfg->path.c_str(), a.name.c_str(), ip.c_str(),
-                     std::string(s.message()).c_str());
-        g_startups = 0;
-        return ND_DEVICE_NOT_READY;
-      }
+      if (auto s = port::SetAddress(&*p, ip); !s.ok())
+        return StartupFailed(absl::StrCat(cfg->path, ": [", a.name, "] ip = ", ip, ": ", s.message()));
+    }
+    // Two adapters with one address (e.g. the profile's default IPv6 address
+    // left in both): the address could not name an adapter.
+    for (const auto& pfx : {p->ipv4, p->ipv6}) {
+      if (!pfx) continue;
+      const std::string addr = pfx->addr.ToString();
+      for (const std::string& other : seen)
+        if (other.substr(0, other.find(' ')) == addr)
+          return StartupFailed(absl::StrCat(cfg->path, ": [", a.name, "] ", pfx->addr.IsV4() ? "ip" : "ip6",
+                                            ": the address ", addr, " is also that of ",
+                                            other.substr(other.find(' ') + 1),
+                                            " (set ip / ip6 so that every adapter has its own)"));
+      seen.push_back(addr + " [" + a.name + "]");
     }
     profiles.push_back(*p);
   }
   if (!port::EalInitialized()) {
-    if (auto s = port::InitEal(port::EalOptionsFor(profiles)); !s.ok()) {
-      std::fprintf(stderr, "libnd2: %s\n", std::string(s.message()).c_str());
-      g_startups = 0;
-      return ND_DEVICE_NOT_READY;
-    }
+    if (auto s = port::InitEal(port::EalOptionsFor(profiles)); !s.ok())
+      return StartupFailed(absl::StrCat(cfg->path, ": DPDK EAL: ", s.message()));
   }
   auto* prov = new Provider();
   for (size_t i = 0; i < profiles.size(); i++) {
+    const AdapterConfig& a = cfg->adapters[i];
     engine::EngineOptions eo;
+    eo.cm.cm_response_timeout = a.cm_timeout;
+    eo.cm.max_cm_retries = a.cm_retries;
+    eo.cm.mra_service_timeout = a.cm_mra_timeout;
+    eo.cm.ephemeral_first = a.ephemeral_first;
+    eo.cm.ephemeral_last = a.ephemeral_last;
     auto host = tools::OpenStackHost(profiles[i], eo);
     if (!host.ok()) {
-      std::fprintf(stderr, "libnd2: %s [%s]: %s\n", cfg->path.c_str(), cfg->adapters[i].name.c_str(),
-                   std::string(host.status().message()).c_str());
       delete prov;
-      g_startups = 0;
-      return ND_DEVICE_NOT_READY;
+      return StartupFailed(absl::StrCat(cfg->path, ": [", a.name, "]: ", host.status().message()));
     }
     const wire::MacAddr mac = host->port->mac();
     const uint64_t id = (uint64_t{0x4E44} << 48) | (uint64_t{i} << 40) | (uint64_t{mac.b[2]} << 24) |
                         (uint64_t{mac.b[3]} << 16) | (uint64_t{mac.b[4]} << 8) | mac.b[5];
-    prov->adapters_.push_back(std::make_unique<Adapter>(cfg->adapters[i], std::move(*host), id));
+    prov->adapters_.push_back(std::make_unique<Adapter>(a, std::move(*host), id));
   }
   g_provider = prov;
   // Threads blocked in a wait drive inline adapters.
@@ -316,11 +332,54 @@ HRESULT Provider::Startup() {
 HRESULT Provider::Cleanup() {
   std::lock_guard<std::mutex> l(g_mu);
   if (g_startups == 0) return ND_SUCCESS;
-  if (--g_startups > 0) return ND_SUCCESS;
+  if (g_startups > 1) {
+    --g_startups;
+    return ND_SUCCESS;
+  }
+  // The last one. An adapter the application still holds (directly or
+  // through an object made from it) stays up, and so does everything: the
+  // objects stay usable and the call can be repeated once they are released.
+  for (auto& a : g_provider->adapters_) {
+    a->AddRef();
+    const ULONG refs = a->Release();  // the provider's own reference is 1
+    if (refs > 1) {
+      std::fprintf(stderr,
+                   "libnd2: NdCleanup: an adapter still has %u references (objects not released); "
+                   "the provider stays up\n",
+                   static_cast<unsigned>(refs - 1));
+      return ND_DEVICE_BUSY;
+    }
+  }
+  g_startups = 0;
   SetProgressHook(nullptr);
   delete g_provider;
   g_provider = nullptr;
   return ND_SUCCESS;
+}
+
+// A provider reference (DllGetClassObject) is a startup: the provider stays up
+// while it is held.
+ULONG Provider::AddRef() {
+  std::lock_guard<std::mutex> l(g_mu);
+  return static_cast<ULONG>(++g_startups);
+}
+
+ULONG Provider::Release() {
+  Cleanup();
+  std::lock_guard<std::mutex> l(g_mu);
+  return static_cast<ULONG>(g_startups);
+}
+
+bool OnLink(const Adapter& a, const wire::IpAddr& peer) {
+  Adapter& m = const_cast<Adapter&>(a);
+  const auto& pfx = peer.IsV4() ? m.eng().port().ipv4() : m.eng().port().ipv6();
+  if (!pfx) return false;
+  const uint32_t bits = pfx->prefix_len;
+  for (uint32_t i = 0; i < 128 && i < (peer.IsV4() ? 96u + bits : bits); i++) {
+    const uint8_t mask = static_cast<uint8_t>(0x80u >> (i % 8));
+    if ((peer.b[i / 8] & mask) != (pfx->addr.b[i / 8] & mask)) return false;
+  }
+  return true;
 }
 
 }  // namespace roce::nd2
@@ -338,12 +397,17 @@ HRESULT NdCleanup(void) { return Provider::Cleanup(); }
 void NdFlushProviders(void) {}
 
 HRESULT NdQueryAddressList(DWORD flags, SOCKET_ADDRESS_LIST* list, SIZE_T* cb) {
-  (void)flags;
   Provider* p = Provider::Get();
   if (!p) return ND_DEVICE_NOT_READY;
   if (!cb) return ND_INVALID_PARAMETER_3;
-  ULONG c = static_cast<ULONG>(*cb);
-  const HRESULT h = p->QueryAddressList(list, &c);
+  ULONG c = static_cast<ULONG>(std::min<SIZE_T>(*cb, 0xFFFFFFFFu));
+  HRESULT h;
+  if (flags & ND_QUERY_EXCLUDE_NDv2_ADDRESSES) {
+    // Every address here is an ND2 one.
+    h = roce::nd2::FillAddressList({}, list, &c);
+  } else {
+    h = p->QueryAddressList(list, &c);
+  }
   *cb = c;
   return h;
 }
@@ -356,17 +420,21 @@ HRESULT NdResolveAddress(const struct sockaddr* remote, SIZE_T remote_len, struc
   uint16_t port;
   if (!roce::nd2::FromSockaddr(remote, static_cast<ULONG>(remote_len), &ip, &port)) return ND_INVALID_PARAMETER_1;
   if (!local_len) return ND_INVALID_PARAMETER_4;
-  // The local address of the same family on the remote's subnet, else the
-  // first of that family (a route is one hop here: the port's link).
+  // The remote itself if it is ours (loopback), else our address of the
+  // same family whose subnet holds it (a route is one hop here: the port's
+  // link). None of the family: ND_INVALID_ADDRESS; none on-link:
+  // ND_NETWORK_UNREACHABLE.
   const roce::wire::IpAddr* best = nullptr;
+  bool family = false;
   for (const auto& a : p->adapters())
     for (const auto& mine : a->addrs()) {
       if (mine.IsV4() != ip.IsV4()) continue;
-      if (mine == ip) best = &mine;  // loopback
-      if (!best) best = &mine;
-      if (ip.IsV4() && (mine.V4() >> 8) == (ip.V4() >> 8)) best = &mine;
+      family = true;
+      if (mine == ip) best = &mine;
+      else if (!best && roce::nd2::OnLink(*a, ip)) best = &mine;
     }
-  if (!best) return ND_INVALID_ADDRESS;
+  if (!family) return ND_INVALID_ADDRESS;
+  if (!best) return ND_NETWORK_UNREACHABLE;
   const ULONG need = roce::nd2::SockaddrLen(*best);
   if (!local || *local_len < need) {
     *local_len = need;
@@ -401,5 +469,23 @@ HRESULT NdOpenV1Adapter(const struct sockaddr* addr, SIZE_T len, INDAdapter** pp
   if (pp) *pp = nullptr;
   return ND_NOT_SUPPORTED;
 }
+
+// The provider DLL's COM entry points (what Windows' ndutil calls after
+// loading a provider; here: dlsym(handle, "DllGetClassObject")). The class ID
+// is not checked (one provider per library); IID_IND2Provider (or IUnknown)
+// returns the provider with a reference that keeps it started (NdStartup's
+// configuration; the reference's Release is an NdCleanup).
+HRESULT DllGetClassObject(const GUID& clsid, REFIID riid, void** ppv) {
+  (void)clsid;
+  if (!ppv) return E_POINTER;
+  *ppv = nullptr;
+  if (!(riid == IID_IND2Provider) && !(riid == IID_IUnknown)) return E_NOINTERFACE;
+  const HRESULT h = Provider::Startup();
+  if (FAILED(h)) return h;
+  *ppv = static_cast<IND2Provider*>(Provider::Get());
+  return S_OK;
+}
+
+HRESULT DllCanUnloadNow(void) { return Provider::Get() ? S_FALSE : S_OK; }
 
 }  // extern "C"

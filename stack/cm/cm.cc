@@ -103,6 +103,7 @@ struct ConnectionManager::Conn {
   bool have_last_reply = false;
   wire::CmMessage last_reply;    // REP (passive) or RTU (active)
   bool defer_rtu = false;
+  bool keep_qp = false;          // ConnectParams::keep_qp_on_failure
 
   uint64_t Deadline() const {
     uint64_t d = 0;
@@ -254,7 +255,13 @@ bool ConnectionManager::GetRequest(ListenerId lid, ConnRequest* out) {
     const ConnId id = l.pending.front();
     l.pending.pop_front();
     Conn* c = Find(id);
-    if (!c || c->info.state != ConnState::kReqReceived) continue;  // gone meanwhile
+    if (!c || c->info.state != ConnState::kReqReceived) {  // gone meanwhile (the peer gave up)
+      if (c) {  // the application never saw it: forgotten once closed
+        c->released = true;
+        if (c->info.state == ConnState::kClosed) Close(c);
+      }
+      continue;
+    }
     out->id = id;
     out->listener = lid;
     out->local_ip = c->info.local_ip;
@@ -282,7 +289,10 @@ void ConnectionManager::CloseListener(ListenerId lid, uint64_t now) {
   listeners_.erase(it);
   for (ConnId id : pending) {
     Conn* c = Find(id);
-    if (c && c->info.state == ConnState::kReqReceived && !c->released) Reject(id, {}, now).IgnoreError();
+    if (c && c->info.state == ConnState::kReqReceived && !c->released) {
+      c->released = true;  // never handed to the application
+      Reject(id, {}, now).IgnoreError();
+    }
   }
 }
 
@@ -535,6 +545,7 @@ absl::StatusOr<ConnId> ConnectionManager::Connect(const ConnectParams& p, uint64
   c->rnr_retry = p.rnr_retry;
   c->min_rnr_timer = p.min_rnr_timer;
   c->defer_rtu = p.defer_rtu;
+  c->keep_qp = p.keep_qp_on_failure;
   c->flow_label = RdmaCmFlowLabel(lport, p.peer_port);
   c->our_psn = RandomPsn();
   c->tid = c->dreq_tid = FormCmTid(hi_tid_, c->info.local_comm_id);
@@ -693,7 +704,7 @@ absl::Status ConnectionManager::Disconnect(ConnId id, uint64_t now) {
     case ConnState::kMraReceived:
       // Abandon the attempt: tell the peer (REJ timeout), as Linux does.
       SendRej(MadPath(*c), c->tid, c->info.local_comm_id, 0, wcm::kMsgReq, wcm::kRejTimeout);
-      QpToError(c);
+      if (!c->keep_qp) QpToError(c);
       EnterTimeWait(c, now);
       return absl::OkStatus();
     case ConnState::kDreqSent:
@@ -894,11 +905,18 @@ void ConnectionManager::OnRej(const RocePacket& p, const CmRej& m, uint64_t now)
   counters.rx_rej++;
   // A REJ of our REQ may come before the peer has a comm ID (0).
   Conn* c = FromPeer(p, m.remote_comm_id, m.local_comm_id ? m.local_comm_id : 0);
+  if (!c && m.remote_comm_id == 0 && m.local_comm_id != 0) {
+    // The active side gave up on its REQ before it knew our comm ID (REJ
+    // timeout, as Linux sends): found by the peer's comm ID.
+    auto it = by_peer_comm_id_.find({p.SrcIp().b, m.local_comm_id});
+    if (it != by_peer_comm_id_.end()) c = Find(it->second);
+  }
   if (!c) {
     counters.dropped_stale++;
     return;
   }
   switch (c->info.state) {
+    case ConnState::kReqReceived:  // passive: the active side abandoned its REQ
     case ConnState::kReqSent:
     case ConnState::kMraReceived:
     case ConnState::kRepReceived:
@@ -910,9 +928,10 @@ void ConnectionManager::OnRej(const RocePacket& p, const CmRej& m, uint64_t now)
       return;
   }
   const bool was_established = c->info.state == ConnState::kEstablished;
+  const bool attempt = c->info.state == ConnState::kReqSent || c->info.state == ConnState::kMraReceived;
   c->info.reject_reason = m.reason;
   c->info.private_data.assign(m.private_data.begin(), m.private_data.end());
-  QpToError(c);
+  if (c->info.state != ConnState::kReqReceived && !(attempt && c->keep_qp)) QpToError(c);
   EnterTimeWait(c, now);
   Emit(c, was_established ? Event::kDisconnected : Event::kRejected);
 }
@@ -1017,6 +1036,7 @@ void ConnectionManager::OnDreq(const RocePacket& p, const MadHeader& h, const Cm
   switch (c->info.state) {
     case ConnState::kEstablished:
     case ConnState::kRepSent:
+    case ConnState::kRepReceived:  // active, before CompleteConnect: the passive side gave up
       QpToError(c);
       c->info.peer_disconnected = true;
       c->info.private_data.assign(m.private_data.begin(), m.private_data.end());
@@ -1097,7 +1117,7 @@ void ConnectionManager::OnTimer(Conn* c, uint64_t now) {
     case ConnState::kMraReceived:
       c->info.reject_reason = wcm::kRejTimeout;
       SendRej(MadPath(*c), c->tid, c->info.local_comm_id, c->info.peer_comm_id, wcm::kMsgReq, wcm::kRejTimeout);
-      QpToError(c);
+      if (!c->keep_qp) QpToError(c);
       EnterTimeWait(c, now);
       Emit(c, Event::kTimedOut);
       break;

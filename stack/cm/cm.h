@@ -124,6 +124,10 @@ struct ConnectParams {
   // waits for CompleteConnect, so the application may still Reject. Else the
   // RTU goes at once and kEstablished follows the REP.
   bool defer_rtu = false;
+  // ND2: a REQ that is refused (REJ), times out or is abandoned leaves the QP
+  // as it was (Init, its posted receives intact), so the application may
+  // connect it again; else the QP goes to Error.
+  bool keep_qp_on_failure = false;
 };
 
 struct AcceptParams {

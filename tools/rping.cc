@@ -1,7 +1,7 @@
-// rping on this stack: librdmacm's rping (RDMA CM connection and RDMA
-// ping-pong test) with its options and its protocol, over our connection
-// manager (CM MADs on QP 1, rdma_cm addressing), so either side can be the
-// kernel's rping (rdmacm-utils) on any RoCE host.
+// rping as an ND2 program: librdmacm's rping (RDMA CM connection and RDMA
+// ping-pong test) with its options and its protocol, written against the
+// public NetworkDirect 2 headers (<ndspi.h>, <ndsupport.h>) and libnd2 only,
+// so either side can be the kernel's rping (rdmacm-utils) on any RoCE host.
 //
 //   rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]   + port options
 //   rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port] + port options
@@ -14,32 +14,50 @@
 // prints (-v). The info messages are struct {__be64 buf; __be32 rkey;
 // __be32 size;} (16 bytes). The client disconnects after -C pings (DREQ).
 //
-// Port options (as rc-pingpong): --profile --iface --ip --set --capture.
+// In ND2 terms: IND2Connector::Connect / CompleteConnect (client) and
+// IND2Listener::GetConnectionRequest + IND2Connector::Accept (server) for
+// rdma_cm; four IND2MemoryRegions whose remote tokens are the rkeys (the
+// buffers' virtual addresses go on the wire, as rping's do); IND2QueuePair
+// Send / Receive / Read / Write; results from IND2CompletionQueue::GetResults,
+// waited for with Notify and the notification's event; Disconnect and
+// NotifyDisconnect for the end of a connection.
+//
+// The port options (--profile, --iface, --ip, --set, --capture) and the CM
+// fault knobs become an ND2 configuration file (one [adapter0] section, see
+// nd2api/src/config.h) written to a temporary file that ND2_CONFIG names for
+// NdStartup. The extras tests use that ND2 itself does not report (the REJ
+// reason, crossed DREQs, what the stack holds after --cycles) come from our
+// extension IND2AdapterDiagnostics (ndspi.h), obtained by QueryInterface on
+// the adapter.
+//
 // Exit status 0 on success.
+#include <arpa/inet.h>
+#include <endian.h>
 #include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include <absl/strings/str_cat.h>
-#include <absl/strings/str_format.h>
-
-#include "stack/engine/engine.h"
-#include "stack/wire/bytes.h"
-#include "tools/lib/stack_host.h"
-
-using namespace roce;
+#include <ndspi.h>
+#include <ndsupport.h>
 
 namespace {
 
-constexpr uint32_t kInfoLen = 16;
-constexpr uint32_t kMinSize = 23;  // as rping (the ping text is cut to fit)
-constexpr uint64_t kWaitNs = 30'000'000'000ull;  // per step
+constexpr ULONG kInfoLen = 16;
+constexpr uint32_t kMinSize = 23;          // as rping (the ping text is cut to fit)
+constexpr uint32_t kMaxSize = 1u << 30;
+constexpr int64_t kStepTimeoutMs = 30'000;  // per completion waited for
 
 struct Options {
   bool server = false, client = false;
@@ -48,11 +66,26 @@ struct Options {
   uint32_t size = 100;
   uint64_t count = 0;  // 0: until killed (client) / the client leaves (server)
   bool verbose = false, validate = false, debug = false, persistent = false;
-  uint64_t cycles = 1;       // --cycles N: the client connects, pings -C, disconnects, N times
-  uint32_t drop_dreqs = 0;   // --cm-drop-rx-dreqs N: fault injection
-  uint32_t drop_tx_dreqs = 0;  // --cm-drop-tx-dreqs N: fault injection (forces crossed DREQs)
-  int expect_reject = -1;    // --expect-reject R: succeed only if the peer rejects with reason R
-  tools::HostOptions host;
+  uint64_t cycles = 1;          // --cycles N: the client connects, pings -C, disconnects, N times
+  uint32_t drop_rx_dreqs = 0;   // --cm-drop-rx-dreqs N: fault injection
+  uint32_t drop_tx_dreqs = 0;   // --cm-drop-tx-dreqs N: fault injection (forces crossed DREQs)
+  int expect_reject = -1;       // --expect-reject R: succeed only if the peer rejects with reason R
+  // The port options: the ND2 adapter this process brings up.
+  std::string profile = "net_tap.ini";
+  std::string iface, capture;
+  std::vector<std::string> ips, sets;
+};
+
+enum LongOpt : int {
+  kOptCycles = 0x2000,
+  kOptDropRx,
+  kOptExpectReject,
+  kOptDropTx,
+  kOptProfile,
+  kOptIface,
+  kOptIp,
+  kOptSet,
+  kOptCapture,
 };
 
 void Usage(const char* argv0) {
@@ -70,15 +103,23 @@ void Usage(const char* argv0) {
                "\t-a addr\t\taddress\n"
                "\t-p port\t\tport\n"
                "\t-P\t\tpersistent server mode allowing multiple connections\n"
-               "\t-q\t\tuse self-created, self-modified QP (always the case here)\n"
+               "\t-q\t\tuse self-created, self-modified QP (always the case in ND2)\n"
+               "The ND2 adapter (written to an ND2_CONFIG file for NdStartup):\n"
+               "\t--ip addr/len\tits address (required; repeat for IPv4 and IPv6)\n"
+               "\t--profile P\ta drivers-cfg profile, a path or a name (default net_tap.ini)\n"
+               "\t--iface NAME\tthe driver's interface (tap name, veth, ...)\n"
+               "\t--set section.key=value\toverride a profile key (repeatable)\n"
+               "\t--capture FILE\twrite every frame to a pcap\n"
+               "Test extras:\n"
                "\t--cycles N\tclient: connect, ping -C times, disconnect; N times in one process,\n"
-               "\t\t\tthen check that nothing leaked (QPs, connections, mbufs, memory)\n"
+               "\t\t\tthen check that nothing leaked (QPs, connections, ports, memory regions,\n"
+               "\t\t\tmbufs, RSS)\n"
                "\t--cm-drop-rx-dreqs N\tignore the first N DREQs received (as if lost)\n"
                "\t--cm-drop-tx-dreqs N\tlose the first N DREQs we send (retransmitted later):\n"
                "\t\t\twith a server's -C, the peer's DREQ crosses ours\n"
                "\t--expect-reject R\tclient: succeed only if the peer rejects with REJ reason R\n"
-               "\tA server given -C disconnects after that many pings.\n%s",
-               argv0, argv0, tools::kHostOptionsUsage);
+               "\tA server given -C disconnects after that many pings.\n",
+               argv0, argv0);
 }
 
 #define DEBUG_LOG(...)                       \
@@ -86,143 +127,425 @@ void Usage(const char* argv0) {
     if (opt.debug) std::printf(__VA_ARGS__); \
   } while (0)
 
-// One connection's resources: QP, CQs, the four buffers rping registers.
-class Session {
- public:
-  Session(engine::Engine& eng, const Options& opt) : eng_(eng), opt_(opt) {}
-  ~Session() { Destroy(); }
+// ---- small helpers ---------------------------------------------------------------------------
 
-  bool Setup() {
-    scq_ = std::make_unique<rc::CompletionQueue>(64);
-    rcq_ = std::make_unique<rc::CompletionQueue>(64);
-    start_.assign(opt_.size, 0);
-    rdma_.assign(opt_.size, 0);
-    absl::MutexLock l(&eng_.mu());
-    rc::QpCaps caps;
-    caps.sq_depth = 16;
-    caps.rq_depth = 2;
-    caps.max_send_sge = 1;
-    caps.max_recv_sge = 1;
-    qp_ = eng_.CreateQp(caps, scq_.get(), rcq_.get());
-    if (!qp_) return false;
-    mem::MemoryTable& m = eng_.rc().memory();
-    return m.RegisterRegion(Addr(recv_.data()), kInfoLen, mem::kLocalWrite, &recv_mr_) == mem::Result::kOk &&
-           m.RegisterRegion(Addr(send_.data()), kInfoLen, 0, &send_mr_) == mem::Result::kOk &&
-           m.RegisterRegion(Addr(start_.data()), opt_.size, mem::kLocalWrite | mem::kRemoteRead, &start_mr_) ==
-               mem::Result::kOk &&
-           m.RegisterRegion(Addr(rdma_.data()), opt_.size,
-                            mem::kLocalWrite | mem::kRemoteRead | mem::kRemoteWrite, &rdma_mr_) ==
-               mem::Result::kOk;
+const char* HrName(HRESULT h) {
+  switch (h) {
+    case ND_SUCCESS: return "ND_SUCCESS";
+    case ND_TIMEOUT: return "ND_TIMEOUT";
+    case ND_CANCELED: return "ND_CANCELED";
+    case ND_IO_TIMEOUT: return "ND_IO_TIMEOUT";
+    case ND_CONNECTION_REFUSED: return "ND_CONNECTION_REFUSED";
+    case ND_CONNECTION_ABORTED: return "ND_CONNECTION_ABORTED";
+    case ND_CONNECTION_INVALID: return "ND_CONNECTION_INVALID";
+    case ND_HOST_UNREACHABLE: return "ND_HOST_UNREACHABLE";
+    case ND_NETWORK_UNREACHABLE: return "ND_NETWORK_UNREACHABLE";
+    case ND_ACCESS_VIOLATION: return "ND_ACCESS_VIOLATION";
+    case ND_REMOTE_ERROR: return "ND_REMOTE_ERROR";
+    case ND_BUFFER_OVERFLOW: return "ND_BUFFER_OVERFLOW";
+    case ND_DATA_OVERRUN: return "ND_DATA_OVERRUN";
+    case ND_INVALID_ADDRESS: return "ND_INVALID_ADDRESS";
+    case ND_INSUFFICIENT_RESOURCES: return "ND_INSUFFICIENT_RESOURCES";
+    case ND_TOO_MANY_ADDRESSES: return "ND_TOO_MANY_ADDRESSES";
+    case ND_SHARING_VIOLATION: return "ND_SHARING_VIOLATION";
+    case ND_DEVICE_NOT_READY: return "ND_DEVICE_NOT_READY";
+    case ND_UNSUCCESSFUL: return "ND_UNSUCCESSFUL";
+    default: return "?";
   }
-  void Destroy() {
-    if (!qp_) return;
-    absl::MutexLock l(&eng_.mu());
-    mem::MemoryTable& m = eng_.rc().memory();
-    for (auto* r : {&recv_mr_, &send_mr_, &start_mr_, &rdma_mr_})
-      if (r->handle) m.DeregisterRegion(r->handle);
-    eng_.DestroyQp(qp_);
-    qp_ = nullptr;
-  }
-  rc::QueuePair* qp() { return qp_; }
+}
 
-  // Hold mu().
-  bool PostRecv() {
-    rc::Sge s{Addr(recv_.data()), kInfoLen, recv_mr_.local_token};
-    rc::RecvWr w;
-    w.context = 1;
-    w.sge = &s;
-    w.num_sge = 1;
-    return qp_->PostRecv(w) == rc::PostResult::kOk;
+std::string Hr(HRESULT h) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%s (0x%08x)", HrName(h), static_cast<unsigned>(h));
+  return b;
+}
+
+// An address (IPv4 or IPv6, an IPv6 "%scope" suffix ignored) and port.
+struct Addr {
+  sockaddr_storage ss{};
+  ULONG len = 0;
+  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss); }
+  sockaddr* sa() { return reinterpret_cast<sockaddr*>(&ss); }
+  bool v4() const { return ss.ss_family == AF_INET; }
+  bool any() const {
+    if (v4()) return reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr.s_addr == 0;
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr;
+    return IN6_IS_ADDR_UNSPECIFIED(&a);
   }
-  // Sends {addr, rkey, size} of `buf`.
-  bool SendInfo(bool rdma_buf) {
-    const uint64_t a = rdma_buf ? Addr(rdma_.data()) : Addr(start_.data());
-    wire::Store64(&send_[0], a);
-    wire::Store32(&send_[8], rdma_buf ? rdma_mr_.remote_token : start_mr_.remote_token);
-    wire::Store32(&send_[12], opt_.size);
-    rc::Sge s{Addr(send_.data()), kInfoLen, send_mr_.local_token};
-    rc::SendWr w;
-    w.context = 10;
-    w.sge = &s;
-    w.num_sge = 1;
-    absl::MutexLock l(&eng_.mu());
-    return qp_->PostSend(w) == rc::PostResult::kOk;
+  void set_port(uint16_t p) {
+    if (v4()) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(p);
+    else reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(p);
   }
-  bool Rdma(rc::WrOp op, uint32_t len) {
-    rc::Sge s{Addr(rdma_.data()), len, rdma_mr_.local_token};
-    rc::SendWr w;
-    w.context = op == rc::WrOp::kRead ? 11 : 12;
-    w.op = op;
-    w.sge = &s;
-    w.num_sge = 1;
-    w.remote_addr = remote_addr_;
-    w.rkey = remote_rkey_;
-    absl::MutexLock l(&eng_.mu());
-    return qp_->PostSend(w) == rc::PostResult::kOk;
+  uint16_t port() const {
+    return ntohs(v4() ? reinterpret_cast<const sockaddr_in*>(&ss)->sin_port
+                      : reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
   }
-  // Waits for one completion on the send (or receive) CQ; false on an error
-  // status, a disconnect or a timeout. A receive re-posts itself and records
-  // the info it carried.
-  bool Wait(bool recv, const std::function<bool()>& gone) {
-    rc::CompletionQueue& cq = recv ? *rcq_ : *scq_;
-    rc::Completion c;
-    bool got = false, failed = false;
-    eng_.WaitUntil(
-        [&] {
-          if (cq.Poll(&c, 1) == 1) {
-            got = true;
-            return true;
-          }
-          failed = gone();
-          return failed;
-        },
-        kWaitNs);
-    if (!got) {
-      if (!failed) std::fprintf(stderr, "rping: timed out waiting for a %s completion\n", recv ? "receive" : "send");
+  std::string ip() const {
+    char b[INET6_ADDRSTRLEN] = "?";
+    if (v4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, b, sizeof b);
+    else inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, b, sizeof b);
+    return b;
+  }
+  std::string str() const { return (v4() ? ip() : "[" + ip() + "]") + ":" + std::to_string(port()); }
+
+  static bool Parse(const std::string& text, uint16_t port, Addr* out) {
+    Addr a;
+    const std::string host = text.substr(0, text.find('%'));
+    auto* s4 = reinterpret_cast<sockaddr_in*>(&a.ss);
+    auto* s6 = reinterpret_cast<sockaddr_in6*>(&a.ss);
+    if (inet_pton(AF_INET, host.c_str(), &s4->sin_addr) == 1) {
+      s4->sin_family = AF_INET;
+      a.len = sizeof(sockaddr_in);
+    } else if (inet_pton(AF_INET6, host.c_str(), &s6->sin6_addr) == 1) {
+      s6->sin6_family = AF_INET6;
+      a.len = sizeof(sockaddr_in6);
+    } else {
       return false;
     }
-    if (c.status != rc::Status::kSuccess) {
-      if (c.status != rc::Status::kCanceled)
-        std::fprintf(stderr, "cq completion failed status %s (%s)\n", rc::StatusName(c.status), rc::CauseName(c.cause));
+    a.set_port(port);
+    *out = a;
+    return true;
+  }
+  static Addr From(const sockaddr* s, ULONG len) {
+    Addr a;
+    std::memcpy(&a.ss, s, std::min<size_t>(len, sizeof a.ss));
+    a.len = len;
+    return a;
+  }
+};
+
+// Waits for an overlapped request of `o` that returned `h` (ND_PENDING: not done yet). The wait
+// drives the adapter (libnd2's inline progress).
+HRESULT Finish(IND2Overlapped* o, OVERLAPPED* ov, HRESULT h) {
+  if (h == ND_PENDING) h = o->GetOverlappedResult(ov, TRUE);
+  return h;
+}
+
+bool HasChars(const std::string& s, const char* bad) { return s.find_first_of(bad) != std::string::npos; }
+
+// The ND2 configuration for the port options: one adapter, inline progress.
+bool WriteConfig(const Options& o, std::string* path) {
+  std::string profile = o.profile;
+  char real[PATH_MAX];
+  // A path the shell gave (relative to here), not a drivers-cfg name: the
+  // configuration file lives elsewhere, so make it absolute.
+  if (access(profile.c_str(), R_OK) == 0 && realpath(profile.c_str(), real)) profile = real;
+  std::string text = "; written by rping for NdStartup (ND2_CONFIG)\n[adapter0]\n";
+  auto line = [&](const std::string& k, const std::string& v) {
+    if (HasChars(k, ";=\n[]") || HasChars(v, ";\n")) {
+      std::fprintf(stderr, "rping: '%s = %s' cannot be written to an ND2 configuration (; or newline)\n",
+                   k.c_str(), v.c_str());
+      return false;
+    }
+    text += k + " = " + v + "\n";
+    return true;
+  };
+  bool ok = line("profile", profile);
+  if (!o.iface.empty()) ok = ok && line("iface", o.iface);
+  for (const std::string& ip : o.ips) ok = ok && line(ip.find(':') == std::string::npos ? "ip" : "ip6", ip);
+  if (!o.capture.empty()) ok = ok && line("capture", o.capture);
+  for (const std::string& s : o.sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos || s.substr(0, eq).find('.') == std::string::npos) {
+      std::fprintf(stderr, "rping: --set %s: not section.key=value\n", s.c_str());
+      return false;
+    }
+    ok = ok && line(s.substr(0, eq), s.substr(eq + 1));
+  }
+  if (o.drop_rx_dreqs) ok = ok && line("cm_drop_rx_dreqs", std::to_string(o.drop_rx_dreqs));
+  if (o.drop_tx_dreqs) ok = ok && line("cm_drop_tx_dreqs", std::to_string(o.drop_tx_dreqs));
+  ok = ok && line("progress", "inline");
+  if (!ok) return false;
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/rping-nd2-XXXXXX.ini";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back(0);
+  const int fd = mkstemps(name.data(), 4);
+  if (fd < 0) {
+    std::fprintf(stderr, "rping: cannot create %s: %s\n", tmpl.c_str(), std::strerror(errno));
+    return false;
+  }
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  *path = name.data();
+  if (!written) {
+    std::fprintf(stderr, "rping: cannot write %s\n", path->c_str());
+    unlink(path->c_str());
+    return false;
+  }
+  if (o.debug) std::printf("ND2 configuration (%s):\n%s", path->c_str(), text.c_str());
+  return true;
+}
+
+// The adapter's diagnostics (our extension); null if the provider has none.
+struct Diag {
+  IND2AdapterDiagnostics* d = nullptr;
+  bool Adapter(ND2_ADAPTER_DIAGNOSTICS* out) const {
+    if (!d) return false;
+    *out = {};
+    out->InfoVersion = ND2_DIAGNOSTICS_VERSION_1;
+    ULONG cb = sizeof *out;
+    const HRESULT h = d->QueryAdapter(out, &cb);
+    if (h != ND_SUCCESS) std::fprintf(stderr, "rping: QueryAdapter: %s\n", Hr(h).c_str());
+    return h == ND_SUCCESS;
+  }
+  bool Connector(IND2Connector* c, ND2_CONNECTOR_DIAGNOSTICS* out) const {
+    if (!d) return false;
+    *out = {};
+    out->InfoVersion = ND2_DIAGNOSTICS_VERSION_1;
+    ULONG cb = sizeof *out;
+    const HRESULT h = d->QueryConnector(c, out, &cb);
+    if (h != ND_SUCCESS) std::fprintf(stderr, "rping: QueryConnector: %s\n", Hr(h).c_str());
+    return h == ND_SUCCESS;
+  }
+};
+
+// What every connection uses: the adapter and its overlapped file.
+struct Host {
+  IND2Adapter* adapter = nullptr;
+  HANDLE file = nullptr;
+  Diag diag;
+};
+
+// An OVERLAPPED with its own event (an overlapped request waited on by
+// GetOverlappedResult, or a CQ notification waited on with a timeout).
+struct Ov {
+  OVERLAPPED ov{};
+  Ov() { ov.hEvent = CreateEvent(nullptr, FALSE, FALSE, nullptr); }
+  ~Ov() {
+    if (ov.hEvent) CloseHandle(ov.hEvent);
+  }
+  Ov(const Ov&) = delete;
+  Ov& operator=(const Ov&) = delete;
+  bool pending() const { return static_cast<HRESULT>(static_cast<uint32_t>(ov.Internal)) == ND_PENDING; }
+};
+
+// One completion queue and the notification we wait on.
+class Cq {
+ public:
+  ~Cq() { Close(); }
+  HRESULT Open(const Host& h, ULONG depth) {
+    return h.adapter->CreateCompletionQueue(IID_IND2CompletionQueue, h.file, depth, 0, 0,
+                                            reinterpret_cast<void**>(&cq_));
+  }
+  void Close() {
+    if (!cq_) return;
+    if (armed_ && note_.pending()) {
+      cq_->CancelOverlappedRequests();
+      cq_->GetOverlappedResult(&note_.ov, TRUE);
+    }
+    armed_ = false;
+    cq_->Release();
+    cq_ = nullptr;
+  }
+  IND2CompletionQueue* get() { return cq_; }
+  // The next result, polling, then waiting on a notification (the wait
+  // drives the adapter and naps when nothing moves). False on a timeout.
+  bool Next(ND2_RESULT* r, int64_t timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      if (cq_->GetResults(r, 1) == 1) return true;
+      if (!armed_) {
+        const HRESULT h = cq_->Notify(ND_CQ_NOTIFY_ANY, &note_.ov);
+        if (h != ND_PENDING && h != ND_SUCCESS) {
+          std::fprintf(stderr, "rping: Notify: %s\n", Hr(h).c_str());
+          return false;
+        }
+        armed_ = h == ND_PENDING;
+        continue;  // a result that came meanwhile has satisfied it: poll again
+      }
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return false;
+      WaitForSingleObject(note_.ov.hEvent, static_cast<DWORD>(std::min<int64_t>(left, 1000)));
+      if (!note_.pending()) armed_ = false;
+    }
+  }
+
+ private:
+  IND2CompletionQueue* cq_ = nullptr;
+  Ov note_;
+  bool armed_ = false;
+};
+
+// A registered buffer.
+class Buffer {
+ public:
+  ~Buffer() { Close(); }
+  HRESULT Open(const Host& h, size_t len, ULONG flags) {
+    data_.assign(len, 0);
+    HRESULT r = h.adapter->CreateMemoryRegion(IID_IND2MemoryRegion, h.file, reinterpret_cast<void**>(&mr_));
+    if (FAILED(r)) return r;
+    r = Finish(mr_, &ov_.ov, mr_->Register(data_.data(), data_.size(), flags, &ov_.ov));
+    registered_ = r == ND_SUCCESS;
+    return r;
+  }
+  void Close() {
+    if (!mr_) return;
+    if (registered_) {
+      const HRESULT h = Finish(mr_, &ov_.ov, mr_->Deregister(&ov_.ov));
+      if (h != ND_SUCCESS) std::fprintf(stderr, "rping: Deregister: %s\n", Hr(h).c_str());
+      registered_ = false;
+    }
+    mr_->Release();
+    mr_ = nullptr;
+  }
+  char* data() { return data_.data(); }
+  ULONG size() const { return static_cast<ULONG>(data_.size()); }
+  UINT64 addr() const { return reinterpret_cast<UINT64>(data_.data()); }
+  UINT32 ltoken() const { return mr_->GetLocalToken(); }
+  UINT32 rtoken() const { return mr_->GetRemoteToken(); }
+  ND2_SGE Sge(ULONG len) { return ND2_SGE{data_.data(), len, ltoken()}; }
+
+ private:
+  std::vector<char> data_;
+  IND2MemoryRegion* mr_ = nullptr;
+  Ov ov_;
+  bool registered_ = false;
+};
+
+// Request contexts (ND2_RESULT::RequestContext).
+enum Ctx : uintptr_t { kCtxRecv = 1, kCtxSend = 10, kCtxRead = 11, kCtxWrite = 12 };
+void* CtxPtr(Ctx c) { return reinterpret_cast<void*>(static_cast<uintptr_t>(c)); }
+
+// One connection's resources: CQs, QP, connector, the four buffers rping
+// registers.
+class Session {
+ public:
+  Session(const Host& h, const Options& opt) : host_(h), opt_(opt) {}
+  ~Session() { Close(); }
+
+  bool Open() {
+    HRESULT h;
+    if (FAILED(h = scq_.Open(host_, 16)) || FAILED(h = rcq_.Open(host_, 16))) {
+      std::fprintf(stderr, "rping: CreateCompletionQueue: %s\n", Hr(h).c_str());
+      return false;
+    }
+    // Receive depth 2 (the info messages), initiator depth 16, one SGE each way.
+    h = host_.adapter->CreateQueuePair(IID_IND2QueuePair, rcq_.get(), scq_.get(), this, 2, 16, 1, 1, 0,
+                                       reinterpret_cast<void**>(&qp_));
+    if (FAILED(h)) {
+      std::fprintf(stderr, "rping: CreateQueuePair: %s\n", Hr(h).c_str());
+      return false;
+    }
+    if (FAILED(h = recv_.Open(host_, kInfoLen, ND_MR_FLAG_ALLOW_LOCAL_WRITE)) ||
+        FAILED(h = send_.Open(host_, kInfoLen, 0)) ||
+        FAILED(h = start_.Open(host_, opt_.size, ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ)) ||
+        FAILED(h = rdma_.Open(host_, opt_.size,
+                              ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ |
+                                  ND_MR_FLAG_RDMA_READ_SINK))) {
+      std::fprintf(stderr, "rping: registering the buffers: %s\n", Hr(h).c_str());
+      return false;
+    }
+    h = host_.adapter->CreateConnector(IID_IND2Connector, host_.file, reinterpret_cast<void**>(&conn_));
+    if (FAILED(h)) {
+      std::fprintf(stderr, "rping: CreateConnector: %s\n", Hr(h).c_str());
+      return false;
+    }
+    return true;
+  }
+  // Releases everything: the connector (its connection goes), the QP, the
+  // buffers, the CQs.
+  void Close() {
+    if (conn_) {
+      conn_->CancelOverlappedRequests();
+      conn_->Release();
+      conn_ = nullptr;
+    }
+    if (qp_) {
+      qp_->Release();
+      qp_ = nullptr;
+    }
+    recv_.Close();
+    send_.Close();
+    start_.Close();
+    rdma_.Close();
+    scq_.Close();
+    rcq_.Close();
+  }
+  IND2QueuePair* qp() { return qp_; }
+  IND2Connector* conn() { return conn_; }
+  OVERLAPPED* ov() { return &ov_.ov; }
+  OVERLAPPED* disc_ov() { return &disc_.ov; }
+  bool disc_pending() const { return disc_.pending(); }
+
+  bool PostRecv() {
+    const ND2_SGE s = recv_.Sge(kInfoLen);
+    const HRESULT h = qp_->Receive(CtxPtr(kCtxRecv), &s, 1);
+    if (h != ND_SUCCESS) std::fprintf(stderr, "rping: Receive: %s\n", Hr(h).c_str());
+    return h == ND_SUCCESS;
+  }
+  // Sends {addr, rkey, size} of the start or the rdma buffer.
+  bool SendInfo(bool rdma_buf) {
+    Buffer& b = rdma_buf ? rdma_ : start_;
+    const uint64_t a = htobe64(b.addr());
+    const uint32_t k = htobe32(b.rtoken()), n = htobe32(opt_.size);
+    std::memcpy(send_.data(), &a, 8);
+    std::memcpy(send_.data() + 8, &k, 4);
+    std::memcpy(send_.data() + 12, &n, 4);
+    const ND2_SGE s = send_.Sge(kInfoLen);
+    const HRESULT h = qp_->Send(CtxPtr(kCtxSend), &s, 1, 0);
+    if (h != ND_SUCCESS) std::fprintf(stderr, "rping: Send: %s\n", Hr(h).c_str());
+    return h == ND_SUCCESS;
+  }
+  // RDMA Read (the peer's buffer into ours) or Write (ours into the peer's)
+  // of `len` bytes at the address and token the peer's last info gave.
+  bool Rdma(bool read, ULONG len) {
+    const ND2_SGE s = rdma_.Sge(len);
+    const HRESULT h = read ? qp_->Read(CtxPtr(kCtxRead), &s, 1, remote_addr_, remote_token_, 0)
+                           : qp_->Write(CtxPtr(kCtxWrite), &s, 1, remote_addr_, remote_token_, 0);
+    if (h != ND_SUCCESS) std::fprintf(stderr, "rping: %s: %s\n", read ? "Read" : "Write", Hr(h).c_str());
+    return h == ND_SUCCESS;
+  }
+  // Waits for one result on the initiator (send) or receive queue; false on
+  // an error status (ND_CANCELED: the connection went), a timeout or bogus
+  // data. A receive re-posts itself and records the info it carried.
+  bool Wait(bool recv) {
+    ND2_RESULT r{};
+    if (!(recv ? rcq_ : scq_).Next(&r, kStepTimeoutMs)) {
+      last_status_ = ND_TIMEOUT;
+      std::fprintf(stderr, "rping: timed out waiting for a %s completion\n", recv ? "receive" : "send");
+      return false;
+    }
+    if (r.Status != ND_SUCCESS) {
+      if (r.Status != ND_CANCELED) std::fprintf(stderr, "cq completion failed status %s\n", Hr(r.Status).c_str());
+      last_status_ = r.Status;
       return false;
     }
     if (recv) {
-      if (c.bytes != kInfoLen) {
-        std::fprintf(stderr, "Received bogus data, size %u\n", c.bytes);
+      if (r.BytesTransferred != kInfoLen) {
+        std::fprintf(stderr, "Received bogus data, size %u\n", static_cast<unsigned>(r.BytesTransferred));
         return false;
       }
-      remote_addr_ = wire::Load64(&recv_[0]);
-      remote_rkey_ = wire::Load32(&recv_[8]);
-      remote_len_ = wire::Load32(&recv_[12]);
-      absl::MutexLock l(&eng_.mu());
+      uint64_t a;
+      uint32_t k, n;
+      std::memcpy(&a, recv_.data(), 8);
+      std::memcpy(&k, recv_.data() + 8, 4);
+      std::memcpy(&n, recv_.data() + 12, 4);
+      remote_addr_ = be64toh(a);
+      remote_token_ = be32toh(k);
+      remote_len_ = be32toh(n);
       if (!PostRecv()) return false;
     }
     return true;
   }
+  HRESULT last_status() const { return last_status_; }
   uint32_t remote_len() const { return remote_len_; }
-  char* start() { return reinterpret_cast<char*>(start_.data()); }
-  char* rdma() { return reinterpret_cast<char*>(rdma_.data()); }
+  char* start() { return start_.data(); }
+  char* rdma() { return rdma_.data(); }
 
  private:
-  static uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
-  engine::Engine& eng_;
+  const Host& host_;
   const Options& opt_;
-  std::unique_ptr<rc::CompletionQueue> scq_, rcq_;
-  rc::QueuePair* qp_ = nullptr;
-  std::array<uint8_t, kInfoLen> recv_{}, send_{};
-  std::vector<uint8_t> start_, rdma_;
-  mem::RegionInfo recv_mr_{}, send_mr_{}, start_mr_{}, rdma_mr_{};
+  Cq scq_, rcq_;
+  IND2QueuePair* qp_ = nullptr;
+  IND2Connector* conn_ = nullptr;
+  Buffer recv_, send_, start_, rdma_;
+  Ov ov_, disc_;
   uint64_t remote_addr_ = 0;
-  uint32_t remote_rkey_ = 0, remote_len_ = 0;
+  uint32_t remote_token_ = 0, remote_len_ = 0;
+  HRESULT last_status_ = ND_SUCCESS;
 };
-
-// The largest IB MTU a frame of the port carries (as rxe: netdev MTU - 80).
-uint32_t PathMtu(engine::Engine& eng) {
-  const uint32_t room = eng.port().mtu() > 80 ? eng.port().mtu() - 80u : 0;
-  uint32_t mtu = 256;
-  while (mtu * 2 <= room && mtu < 4096) mtu *= 2;
-  return mtu;
-}
 
 // rping's client payload for ping `n`.
 void FillStart(char* b, uint32_t size, uint64_t n, int* start) {
@@ -236,84 +559,83 @@ void FillStart(char* b, uint32_t size, uint64_t n, int* start) {
   b[size - 1] = 0;
 }
 
-int RunClient(const Options& opt, engine::Engine& eng, const wire::IpAddr& local, const wire::IpAddr& peer) {
-  Session s(eng, opt);
-  if (!s.Setup()) {
-    std::fprintf(stderr, "rping: could not create the QP or register buffers\n");
-    return 1;
+std::string Printable(const std::vector<char>& pd) {
+  std::string s;
+  for (char ch : pd) {
+    if (!ch) break;
+    s += (ch >= 32 && ch < 127) ? ch : '.';
   }
-  auto mac = eng.Resolve(peer, 5'000'000'000ull);
-  if (!mac.ok()) {
-    std::fprintf(stderr, "rdma_resolve_addr: %s\n", std::string(mac.status().message()).c_str());
-    return 1;
-  }
-  DEBUG_LOG("route resolved\n");
-  cm::ConnId id = cm::kNoConn;
-  {
-    absl::MutexLock l(&eng.mu());
-    cm::ConnectParams cp;
-    cp.qpn = s.qp()->qpn();
-    cp.local_ip = local;
-    cp.peer_ip = peer;
-    cp.peer_port = opt.port;
-    cp.peer_mac = *mac;
-    cp.responder_resources = 1;
-    cp.initiator_depth = 1;
-    cp.path_mtu = PathMtu(eng);
-    auto c = eng.cm().Connect(cp, eng.NowNs());
-    if (!c.ok()) {
-      std::fprintf(stderr, "rdma_connect: %s\n", std::string(c.status().message()).c_str());
-      return 1;
-    }
-    id = *c;
-    s.PostRecv();  // before any message can arrive
-  }
-  const cm::ConnInfo* info = nullptr;
-  eng.WaitUntil(
-      [&] {
-        info = eng.cm().Info(id);
-        return info->state != cm::ConnState::kReqSent && info->state != cm::ConnState::kMraReceived;
-      },
-      120'000'000'000ull);
-  {
-    absl::MutexLock l(&eng.mu());
-    info = eng.cm().Info(id);
-    if (info->state != cm::ConnState::kEstablished) {
-      if (info->timed_out)
-        std::fprintf(stderr, "rping: connect to %s:%u timed out\n", peer.ToString().c_str(), opt.port);
-      else {
-        std::string pd;
-        for (uint8_t b : info->private_data) {
-          if (!b) break;
-          pd += (b >= 32 && b < 127) ? static_cast<char>(b) : '.';
-        }
-        std::printf("rping: connection to %s:%u rejected: REJ reason %u, private data \"%s\"\n",
-                    peer.ToString().c_str(), opt.port, info->reject_reason, pd.c_str());
-      }
-      const bool expected = !info->timed_out && opt.expect_reject == info->reject_reason;
-      eng.cm().Release(id, eng.NowNs());
-      return expected ? 0 : 1;
-    }
-    DEBUG_LOG("rdma_connect successful (local %s:%u, QPN 0x%x; peer QPN 0x%x)\n", local.ToString().c_str(),
-              info->local_port, info->qpn, info->peer_qpn);
-    if (opt.expect_reject >= 0) {
-      std::fprintf(stderr, "rping: connected, but a reject (reason %d) was expected\n", opt.expect_reject);
-      eng.cm().Disconnect(id, eng.NowNs()).IgnoreError();
+  return s;
+}
+
+int RunClient(const Options& opt, const Host& host, const Addr* local, const Addr& peer) {
+  Session s(host, opt);
+  if (!s.Open()) return 1;
+  IND2Connector* c = s.conn();
+  if (local) {  // -I: rdma_bind_addr to the source address (an ephemeral port)
+    const HRESULT h = c->Bind(local->sa(), local->len);
+    if (h != ND_SUCCESS) {
+      std::fprintf(stderr, "rdma_bind_addr: %s\n", Hr(h).c_str());
       return 1;
     }
   }
-  auto gone = [&] {
-    const cm::ConnInfo* i = eng.cm().Info(id);
-    return i->state != cm::ConnState::kEstablished;
-  };
+  if (!s.PostRecv()) return 1;  // before any message can arrive
+  HRESULT h = Finish(c, s.ov(), c->Connect(s.qp(), peer.sa(), peer.len, 1, 1, nullptr, 0, s.ov()));
+  if (h == ND_CONNECTION_REFUSED) {
+    // The peer rejected (REJ): the private data through ND2, the reason
+    // through our diagnostics extension (ND2 folds every reason into
+    // ND_CONNECTION_REFUSED).
+    std::vector<char> pd(256);
+    ULONG len = static_cast<ULONG>(pd.size());
+    const HRESULT ph = c->GetPrivateData(pd.data(), &len);
+    pd.resize(ph == ND_SUCCESS ? len : 0);
+    if (ph != ND_SUCCESS) std::fprintf(stderr, "rping: GetPrivateData after the reject: %s\n", Hr(ph).c_str());
+    ND2_CONNECTOR_DIAGNOSTICS d;
+    const bool have_reason = host.diag.Connector(c, &d);
+    if (have_reason)
+      std::printf("rping: connection to %s rejected: REJ reason %u, private data \"%s\"\n", peer.str().c_str(),
+                  static_cast<unsigned>(d.RejectReason), Printable(pd).c_str());
+    else
+      std::printf("rping: connection to %s rejected: REJ reason unknown, private data \"%s\"\n",
+                  peer.str().c_str(), Printable(pd).c_str());
+    return opt.expect_reject >= 0 && have_reason && static_cast<ULONG>(opt.expect_reject) == d.RejectReason ? 0 : 1;
+  }
+  if (h == ND_IO_TIMEOUT) {
+    std::fprintf(stderr, "rping: connect to %s timed out\n", peer.str().c_str());
+    return 1;
+  }
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rdma_connect: %s\n", Hr(h).c_str());
+    return 1;
+  }
+  // The peer accepted (REP): the RTU goes with CompleteConnect.
+  h = Finish(c, s.ov(), c->CompleteConnect(s.ov()));
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rdma_connect (CompleteConnect): %s\n", Hr(h).c_str());
+    return 1;
+  }
+  if (opt.debug) {
+    sockaddr_storage la{};
+    ULONG ll = sizeof la;
+    ND2_CONNECTOR_DIAGNOSTICS d{};
+    if (c->GetLocalAddress(reinterpret_cast<sockaddr*>(&la), &ll) == ND_SUCCESS && host.diag.Connector(c, &d))
+      std::printf("rdma_connect successful (local %s, QPN 0x%x; peer QPN 0x%x)\n",
+                  Addr::From(reinterpret_cast<sockaddr*>(&la), ll).str().c_str(), static_cast<unsigned>(d.LocalQpn),
+                  static_cast<unsigned>(d.PeerQpn));
+  }
+  if (opt.expect_reject >= 0) {
+    std::fprintf(stderr, "rping: connected, but a reject (reason %d) was expected\n", opt.expect_reject);
+    Finish(c, s.ov(), c->Disconnect(s.ov()));
+    return 1;
+  }
   int rc = 0;
   int start = 65;
   for (uint64_t ping = 0; !opt.count || ping < opt.count; ping++) {
     FillStart(s.start(), opt.size, ping, &start);
-    if (!s.SendInfo(false) || !s.Wait(false, gone)) { rc = 1; break; }
-    if (!s.Wait(true, gone)) { rc = 1; break; }  // "go ahead" after its Read
-    if (!s.SendInfo(true) || !s.Wait(false, gone)) { rc = 1; break; }
-    if (!s.Wait(true, gone)) { rc = 1; break; }  // after its Write
+    if (!s.SendInfo(false) || !s.Wait(false)) { rc = 1; break; }
+    if (!s.Wait(true)) { rc = 1; break; }  // "go ahead" after its Read
+    if (!s.SendInfo(true) || !s.Wait(false)) { rc = 1; break; }
+    if (!s.Wait(true)) { rc = 1; break; }  // after its Write
     if (opt.validate && std::memcmp(s.start(), s.rdma(), opt.size) != 0) {
       std::fprintf(stderr, "data mismatch!\n");
       rc = 1;
@@ -323,26 +645,14 @@ int RunClient(const Options& opt, engine::Engine& eng, const wire::IpAddr& local
   }
   if (rc) std::fprintf(stderr, "rping: the test failed\n");
   DEBUG_LOG("rping client: disconnecting\n");
-  {
-    absl::MutexLock l(&eng.mu());
-    eng.cm().Disconnect(id, eng.NowNs()).IgnoreError();
-  }
-  eng.WaitUntil(
-      [&] {
-        const cm::ConnInfo* i = eng.cm().Info(id);
-        return i->state == cm::ConnState::kTimeWait || i->state == cm::ConnState::kClosed;
-      },
-      20'000'000'000ull);
-  {
-    absl::MutexLock l(&eng.mu());
-    eng.cm().Release(id, eng.NowNs());
+  h = Finish(c, s.ov(), c->Disconnect(s.ov()));
+  if (h != ND_SUCCESS && !rc) {
+    std::fprintf(stderr, "rdma_disconnect: %s\n", Hr(h).c_str());
+    rc = 1;
   }
   return rc;
 }
 
-struct ResourceUse {
-  size_t qps = 0, conns = 0, ports = 0, mbufs = 0, regions = 0, rss_kb = 0;
-};
 size_t RssKb() {
   FILE* f = std::fopen("/proc/self/statm", "r");
   unsigned long size = 0, rss = 0;
@@ -350,33 +660,33 @@ size_t RssKb() {
     if (std::fscanf(f, "%lu %lu", &size, &rss) != 2) rss = 0;
     std::fclose(f);
   }
-  return rss * 4;
-}
-ResourceUse Measure(engine::Engine& eng) {
-  ResourceUse u;
-  {
-    absl::MutexLock l(&eng.mu());
-    u.qps = eng.rc().QpsInUse();
-    u.conns = eng.cm().Connections();
-    u.ports = eng.cm().BoundPorts();
-    u.regions = eng.rc().memory().live_regions();
-  }
-  u.mbufs = eng.port().Stats().pool_in_use;
-  u.rss_kb = RssKb();
-  return u;
+  return rss * (static_cast<size_t>(sysconf(_SC_PAGESIZE)) / 1024);
 }
 
-// --cycles: connect, ping, disconnect, N times; afterwards (time-wait over)
-// nothing the connections used may still be held, and the time per cycle
-// must not grow (no stall).
-int RunCycles(const Options& opt, engine::Engine& eng, const wire::IpAddr& local, const wire::IpAddr& peer) {
-  if (opt.cycles == 1) return RunClient(opt, eng, local, peer);
-  const ResourceUse before = Measure(eng);
+// Lets `ms` pass inside a wait: the wait drives the adapter (timers: the
+// CM's time-wait, the QPN quarantine) as any ND2 wait does.
+void PassTime(uint32_t ms) {
+  HANDLE e = CreateEvent(nullptr, FALSE, FALSE, nullptr);
+  WaitForSingleObject(e, ms);
+  CloseHandle(e);
+}
+
+// --cycles: connect, ping, disconnect, N times; afterwards (time-wait and
+// the QPN quarantine over) nothing the connections used may still be held,
+// and the time per cycle must not grow (no stall).
+int RunCycles(const Options& opt, const Host& host, const Addr* local, const Addr& peer) {
+  if (opt.cycles == 1) return RunClient(opt, host, local, peer);
+  ND2_ADAPTER_DIAGNOSTICS before, after;
+  if (!host.diag.Adapter(&before)) {
+    std::fprintf(stderr, "rping: --cycles needs the adapter's diagnostics (IND2AdapterDiagnostics)\n");
+    return 1;
+  }
+  const size_t rss_before = RssKb();
   const auto t0 = std::chrono::steady_clock::now();
   double first_half = 0, worst = 0;
   for (uint64_t i = 0; i < opt.cycles; i++) {
     const auto c0 = std::chrono::steady_clock::now();
-    if (RunClient(opt, eng, local, peer) != 0) {
+    if (RunClient(opt, host, local, peer) != 0) {
       std::fprintf(stderr, "rping: cycle %llu failed\n", static_cast<unsigned long long>(i));
       return 1;
     }
@@ -385,70 +695,96 @@ int RunCycles(const Options& opt, engine::Engine& eng, const wire::IpAddr& local
     if (i < opt.cycles / 2) first_half += s;
   }
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // Past time-wait (the CM's) and the QPN quarantine, the engine must hold
-  // what it held before the first connection.
-  eng.WaitUntil([&] { return eng.cm().Connections() == 0; }, 10'000'000'000ull);
-  tools::PollFor(eng, std::chrono::milliseconds(200));
-  const ResourceUse after = Measure(eng);
+  // Every connection's time-wait and every QPN's quarantine end (2 s each);
+  // give them up to 10 s, then a little more for the last frames.
+  for (int i = 0; i < 100; i++) {
+    if (!host.diag.Adapter(&after)) return 1;
+    if (after.Connections == before.Connections && after.QuarantinedQpns == before.QuarantinedQpns) break;
+    PassTime(100);
+  }
+  PassTime(200);
+  if (!host.diag.Adapter(&after)) return 1;
+  const size_t rss_after = RssKb();
   const double second_half = total - first_half;
+  auto u = [](UINT64 v) { return static_cast<unsigned long long>(v); };
   std::printf("rping: %llu cycles in %.1f s (%.1f ms each, worst %.1f ms; first half %.1f s, second %.1f s)\n",
-              static_cast<unsigned long long>(opt.cycles), total, 1000 * total / opt.cycles, 1000 * worst,
-              first_half, second_half);
-  std::printf("rping: before/after: QPs %zu/%zu, connections %zu/%zu, bound ports %zu/%zu, mbufs %zu/%zu, "
-              "memory regions %zu/%zu, RSS %zu/%zu KiB\n",
-              before.qps, after.qps, before.conns, after.conns, before.ports, after.ports, before.mbufs, after.mbufs,
-              before.regions, after.regions, before.rss_kb, after.rss_kb);
-  bool ok = after.qps == before.qps && after.conns == before.conns && after.ports == before.ports &&
-            after.regions == before.regions && after.mbufs <= before.mbufs + 64 &&
-            after.rss_kb <= before.rss_kb + 16 * 1024;
-  // No stall: the second half no slower than twice the first.
-  if (second_half > 2 * first_half + 1.0) {
-    std::fprintf(stderr, "rping: cycles slowed down (first half %.1f s, second half %.1f s)\n", first_half, second_half);
+              u(opt.cycles), total, 1000 * total / static_cast<double>(opt.cycles), 1000 * worst, first_half,
+              second_half);
+  std::printf("rping: before/after: QPs %llu/%llu, quarantined QPNs %llu/%llu, connections %llu/%llu, "
+              "bound ports %llu/%llu, mbufs %llu/%llu, memory regions %llu/%llu, memory windows %llu/%llu, "
+              "RSS %zu/%zu KiB\n",
+              u(before.QueuePairs), u(after.QueuePairs), u(before.QuarantinedQpns), u(after.QuarantinedQpns),
+              u(before.Connections), u(after.Connections), u(before.BoundPorts), u(after.BoundPorts),
+              u(before.PacketBuffersInUse), u(after.PacketBuffersInUse), u(before.MemoryRegions),
+              u(after.MemoryRegions), u(before.MemoryWindows), u(after.MemoryWindows), rss_before, rss_after);
+  std::printf("rping: CM: %llu REQ, %llu REP received, %llu DREQ sent, %llu DREP received, %llu retransmits, "
+              "%llu timeouts\n",
+              u(after.CmRequestsSent - before.CmRequestsSent), u(after.CmRepliesReceived - before.CmRepliesReceived),
+              u(after.CmDisconnectRequestsSent - before.CmDisconnectRequestsSent),
+              u(after.CmDisconnectRepliesReceived - before.CmDisconnectRepliesReceived),
+              u(after.CmRetransmits - before.CmRetransmits), u(after.CmTimeouts - before.CmTimeouts));
+  bool ok = after.QueuePairs == before.QueuePairs && after.QuarantinedQpns == before.QuarantinedQpns &&
+            after.Connections == before.Connections && after.BoundPorts == before.BoundPorts &&
+            after.MemoryRegions == before.MemoryRegions && after.MemoryWindows == before.MemoryWindows &&
+            after.PacketBuffersInUse <= before.PacketBuffersInUse + 64 && rss_after <= rss_before + 16 * 1024;
+  if (!ok) std::fprintf(stderr, "rping: resources leaked over the cycles\n");
+  // Every cycle connected once: as many REQs as cycles at least.
+  if (after.CmRequestsSent - before.CmRequestsSent < opt.cycles) {
+    std::fprintf(stderr, "rping: fewer REQs sent than cycles\n");
     ok = false;
   }
-  if (!ok) std::fprintf(stderr, "rping: resources leaked over the cycles\n");
+  // No stall: the second half no slower than twice the first.
+  if (second_half > 2 * first_half + 1.0) {
+    std::fprintf(stderr, "rping: cycles slowed down (first half %.1f s, second half %.1f s)\n", first_half,
+                 second_half);
+    ok = false;
+  }
   return ok ? 0 : 1;
 }
 
-int ServeOne(const Options& opt, engine::Engine& eng, cm::ListenerId lid) {
-  cm::ConnRequest req;
-  eng.WaitUntil([&] { return eng.cm().GetRequest(lid, &req); }, UINT64_MAX / 4);
-  DEBUG_LOG("connect request from %s:%u\n", req.peer_ip.ToString().c_str(), req.peer_port);
-  Session s(eng, opt);
-  if (!s.Setup()) {
-    std::fprintf(stderr, "rping: could not create the QP or register buffers\n");
-    absl::MutexLock l(&eng.mu());
-    eng.cm().Reject(req.id, {}, eng.NowNs()).IgnoreError();
-    return 1;
-  }
+int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
+  Session s(host, opt);
+  if (!s.Open()) return 1;
+  IND2Connector* c = s.conn();
   {
-    absl::MutexLock l(&eng.mu());
-    cm::AcceptParams ap;
-    ap.qpn = s.qp()->qpn();
-    ap.responder_resources = 1;
-    ap.initiator_depth = 1;
-    auto st = eng.cm().Accept(req.id, ap, eng.NowNs());
-    if (!st.ok()) {
-      std::fprintf(stderr, "rdma_accept: %s\n", std::string(st.message()).c_str());
+    Ov req;
+    const HRESULT h = Finish(listener, &req.ov, listener->GetConnectionRequest(c, &req.ov));
+    if (h != ND_SUCCESS) {
+      std::fprintf(stderr, "rdma_get_request: %s\n", Hr(h).c_str());
       return 1;
     }
-    s.PostRecv();
   }
-  const cm::ConnId id = req.id;
-  auto gone = [&] {
-    const cm::ConnInfo* i = eng.cm().Info(id);
-    return i->state != cm::ConnState::kEstablished && i->state != cm::ConnState::kRepSent;
-  };
+  if (opt.debug) {
+    sockaddr_storage pa{};
+    ULONG pl = sizeof pa;
+    if (c->GetPeerAddress(reinterpret_cast<sockaddr*>(&pa), &pl) == ND_SUCCESS)
+      std::printf("connect request from %s\n", Addr::From(reinterpret_cast<sockaddr*>(&pa), pl).str().c_str());
+  }
+  if (!s.PostRecv()) {
+    c->Reject(nullptr, 0);
+    return 1;
+  }
+  HRESULT h = Finish(c, s.ov(), c->Accept(s.qp(), 1, 1, nullptr, 0, s.ov()));
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rdma_accept: %s\n", Hr(h).c_str());
+    return 1;
+  }
+  // The peer's disconnect (DREQ), noticed when the loop ends.
+  h = c->NotifyDisconnect(s.disc_ov());
+  if (h != ND_PENDING && h != ND_SUCCESS) std::fprintf(stderr, "rping: NotifyDisconnect: %s\n", Hr(h).c_str());
   int rc = 0;
   bool disconnected = false;
   for (uint64_t ping = 0;; ping++) {
-    if (!s.Wait(true, gone)) { disconnected = true; break; }  // the client's start buffer
+    if (!s.Wait(true)) {  // the client's start buffer, or its disconnect (receive flushed)
+      disconnected = true;
+      break;
+    }
     if (s.remote_len() > opt.size) {
       std::fprintf(stderr, "rping: the client's buffer (%u) is larger than ours (%u)\n", s.remote_len(), opt.size);
       rc = 1;
       break;
     }
-    if (!s.Rdma(rc::WrOp::kRead, s.remote_len()) || !s.Wait(false, gone)) { rc = 1; break; }
+    if (!s.Rdma(true, s.remote_len()) || !s.Wait(false)) { rc = 1; break; }
     if (opt.verbose) std::printf("server ping data: %s\n", s.rdma());
     if (opt.validate) {
       std::vector<char> want(opt.size);
@@ -460,66 +796,148 @@ int ServeOne(const Options& opt, engine::Engine& eng, cm::ListenerId lid) {
         break;
       }
     }
-    if (!s.SendInfo(true) || !s.Wait(false, gone)) { rc = 1; break; }    // go ahead
-    if (!s.Wait(true, gone)) { rc = 1; break; }                           // the client's rdma buffer
-    const uint32_t len = static_cast<uint32_t>(strnlen(s.rdma(), opt.size - 1)) + 1;
-    if (!s.Rdma(rc::WrOp::kWrite, len) || !s.Wait(false, gone)) { rc = 1; break; }
-    if (!s.SendInfo(true) || !s.Wait(false, gone)) { rc = 1; break; }    // ACK
-    if (opt.count && ping + 1 >= opt.count) break;  // ours: disconnect after -C pings
+    if (!s.SendInfo(true) || !s.Wait(false)) { rc = 1; break; }  // go ahead
+    if (!s.Wait(true)) { rc = 1; break; }                         // the client's rdma buffer
+    const ULONG len = static_cast<ULONG>(strnlen(s.rdma(), opt.size - 1)) + 1;
+    if (!s.Rdma(false, len) || !s.Wait(false)) { rc = 1; break; }
+    if (!s.SendInfo(true) || !s.Wait(false)) { rc = 1; break; }  // ACK
+    if (opt.count && ping + 1 >= opt.count) break;                // ours: disconnect after -C pings
   }
-  {
-    absl::MutexLock l(&eng.mu());
-    const cm::ConnInfo* i = eng.cm().Info(id);
-    if (i->peer_disconnected) {
-      DEBUG_LOG("server DISCONNECT EVENT...\n");
-      disconnected = true;
+  if (disconnected) {
+    // The receive failed: the peer's DREQ flushed it (NotifyDisconnect
+    // completes in the same pass), or the connection failed, which is no
+    // end of the test.
+    if (s.disc_pending()) WaitForSingleObject(s.disc_ov()->hEvent, 2000);
+    if (s.disc_pending()) {
+      std::fprintf(stderr, "rping: the connection failed (%s) without a disconnect from the peer\n",
+                   Hr(s.last_status()).c_str());
+      rc = 1;
     } else {
-      eng.cm().Disconnect(id, eng.NowNs()).IgnoreError();
+      DEBUG_LOG("server DISCONNECT EVENT...\n");
     }
   }
-  if (!disconnected || rc) {
-    eng.WaitUntil(
-        [&] {
-          const cm::ConnInfo* i = eng.cm().Info(id);
-          return i->state == cm::ConnState::kTimeWait || i->state == cm::ConnState::kClosed;
-        },
-        20'000'000'000ull);
+  // Ours (rdma_disconnect); after the peer's it completes at once.
+  h = Finish(c, s.ov(), c->Disconnect(s.ov()));
+  if (h != ND_SUCCESS && h != ND_CONNECTION_INVALID) {
+    std::fprintf(stderr, "rdma_disconnect: %s\n", Hr(h).c_str());
+    rc = 1;
   }
-  {
-    absl::MutexLock l(&eng.mu());
-    DEBUG_LOG("rping server: disconnected (crossed DREQs so far: %llu)\n",
-              static_cast<unsigned long long>(eng.cm().counters.crossed_dreqs));
-    eng.cm().Release(id, eng.NowNs());
+  if (opt.debug) {
+    ND2_ADAPTER_DIAGNOSTICS d;
+    if (host.diag.Adapter(&d))
+      std::printf("rping server: disconnected (crossed DREQs so far: %llu)\n",
+                  static_cast<unsigned long long>(d.CmCrossedDisconnects));
   }
-  // Let the last ACKs go before the QP is destroyed.
-  tools::PollFor(eng, std::chrono::milliseconds(50));
   return rc;
 }
 
-int RunServer(const Options& opt, engine::Engine& eng, const wire::IpAddr& bind_ip) {
-  cm::ListenerId lid = 0;
-  {
-    absl::MutexLock l(&eng.mu());
-    auto p = eng.cm().BindPort(bind_ip, opt.port);
-    if (!p.ok()) {
-      std::fprintf(stderr, "rdma_bind_addr: %s\n", std::string(p.status().message()).c_str());
-      return 1;
-    }
-    auto li = eng.cm().Listen(bind_ip, opt.port, 3);
-    if (!li.ok()) {
-      std::fprintf(stderr, "rdma_listen: %s\n", std::string(li.status().message()).c_str());
-      return 1;
-    }
-    lid = *li;
+int RunServer(const Options& opt, const Host& host, const Addr& bind) {
+  IND2Listener* l = nullptr;
+  HRESULT h = host.adapter->CreateListener(IID_IND2Listener, host.file, reinterpret_cast<void**>(&l));
+  if (FAILED(h)) {
+    std::fprintf(stderr, "rping: CreateListener: %s\n", Hr(h).c_str());
+    return 1;
   }
-  std::printf("rping: listening on %s:%u\n", bind_ip == wire::IpAddr{} ? "*" : bind_ip.ToString().c_str(),
-              opt.port);
+  h = l->Bind(bind.sa(), bind.len);
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rdma_bind_addr: %s\n", Hr(h).c_str());
+    l->Release();
+    return 1;
+  }
+  h = l->Listen(3);
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rdma_listen: %s\n", Hr(h).c_str());
+    l->Release();
+    return 1;
+  }
+  std::printf("rping: listening on %s:%u\n", bind.any() ? "*" : bind.ip().c_str(), opt.port);
   std::fflush(stdout);
   int rc = 0;
   do {
-    rc |= ServeOne(opt, eng, lid);
+    rc |= ServeOne(opt, host, l);
     std::fflush(stdout);
   } while (opt.persistent);
+  l->Release();
+  return rc;
+}
+
+// The local address to open the adapter with: `want` if it is one of the
+// adapters', else the first address of the process's adapters.
+bool FirstAddress(Addr* out) {
+  SIZE_T cb = 0;
+  NdQueryAddressList(0, nullptr, &cb);
+  std::vector<char> buf(cb ? cb : 1);
+  auto* list = reinterpret_cast<SOCKET_ADDRESS_LIST*>(buf.data());
+  if (NdQueryAddressList(0, list, &cb) != ND_SUCCESS || list->iAddressCount < 1) return false;
+  *out = Addr::From(list->Address[0].lpSockaddr, static_cast<ULONG>(list->Address[0].iSockaddrLength));
+  return true;
+}
+
+int Run(const Options& opt) {
+  Addr addr;
+  bool have_addr = false;
+  if (!opt.addr.empty()) {
+    if (!Addr::Parse(opt.addr, opt.port, &addr)) {
+      std::fprintf(stderr, "rping: bad address %s\n", opt.addr.c_str());
+      return 1;
+    }
+    have_addr = true;
+  }
+  // The local address the adapter is opened by (NdOpenAdapter).
+  Addr local, source;
+  if (opt.client) {
+    if (!opt.source.empty()) {
+      if (!Addr::Parse(opt.source, 0, &source)) {
+        std::fprintf(stderr, "rping: bad source address %s\n", opt.source.c_str());
+        return 1;
+      }
+      local = source;
+    } else {
+      SIZE_T ll = sizeof local.ss;
+      const HRESULT h = NdResolveAddress(addr.sa(), addr.len, local.sa(), &ll);
+      if (h != ND_SUCCESS) {
+        std::fprintf(stderr, "rdma_resolve_addr: no local %s address for %s: %s\n", addr.v4() ? "IPv4" : "IPv6",
+                     addr.ip().c_str(), Hr(h).c_str());
+        return 1;
+      }
+      local.len = static_cast<ULONG>(ll);
+    }
+  } else if (have_addr && !addr.any()) {
+    local = addr;
+  } else if (!FirstAddress(&local)) {
+    std::fprintf(stderr, "rping: the ND2 adapter has no address\n");
+    return 1;
+  }
+  Host host;
+  HRESULT h = NdOpenAdapter(IID_IND2Adapter, local.sa(), local.len, reinterpret_cast<void**>(&host.adapter));
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rping: NdOpenAdapter(%s): %s\n", local.ip().c_str(), Hr(h).c_str());
+    return 1;
+  }
+  h = host.adapter->CreateOverlappedFile(&host.file);
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rping: CreateOverlappedFile: %s\n", Hr(h).c_str());
+    host.adapter->Release();
+    return 1;
+  }
+  if (host.adapter->QueryInterface(IID_IND2AdapterDiagnostics, reinterpret_cast<void**>(&host.diag.d)) != S_OK)
+    host.diag.d = nullptr;
+  int rc;
+  if (opt.server) {
+    Addr bind = have_addr ? addr : Addr{};
+    if (!have_addr) {  // any address (rping without -a)
+      auto* s4 = reinterpret_cast<sockaddr_in*>(&bind.ss);
+      s4->sin_family = AF_INET;
+      bind.len = sizeof(sockaddr_in);
+    }
+    bind.set_port(opt.port);
+    rc = RunServer(opt, host, bind);
+  } else {
+    rc = RunCycles(opt, host, opt.source.empty() ? nullptr : &source, addr);
+  }
+  if (host.diag.d) host.diag.d->Release();
+  CloseHandle(host.file);
+  host.adapter->Release();
   return rc;
 }
 
@@ -527,14 +945,19 @@ int RunServer(const Options& opt, engine::Engine& eng, const wire::IpAddr& bind_
 
 int main(int argc, char** argv) {
   Options opt;
-  std::vector<option> longopts = {{"help", no_argument, nullptr, 'h'},
-                                  {"cycles", required_argument, nullptr, 0x2000},
-                                  {"cm-drop-rx-dreqs", required_argument, nullptr, 0x2001},
-                                  {"expect-reject", required_argument, nullptr, 0x2002},
-                                  {"cm-drop-tx-dreqs", required_argument, nullptr, 0x2003}};
-  tools::AddHostLongOptions(&longopts);
+  const option longopts[] = {{"help", no_argument, nullptr, 'h'},
+                             {"cycles", required_argument, nullptr, kOptCycles},
+                             {"cm-drop-rx-dreqs", required_argument, nullptr, kOptDropRx},
+                             {"expect-reject", required_argument, nullptr, kOptExpectReject},
+                             {"cm-drop-tx-dreqs", required_argument, nullptr, kOptDropTx},
+                             {"profile", required_argument, nullptr, kOptProfile},
+                             {"iface", required_argument, nullptr, kOptIface},
+                             {"ip", required_argument, nullptr, kOptIp},
+                             {"set", required_argument, nullptr, kOptSet},
+                             {"capture", required_argument, nullptr, kOptCapture},
+                             {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "a:I:Pp:C:S:t:scvVdqh", longopts.data(), nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "a:I:Pp:C:S:t:scvVdqh", longopts, nullptr)) != -1) {
     switch (c) {
       case 'a': opt.addr = optarg; break;
       case 'I': opt.source = optarg; break;
@@ -547,61 +970,46 @@ int main(int argc, char** argv) {
       case 'v': opt.verbose = true; break;
       case 'V': opt.validate = true; break;
       case 'd': opt.debug = true; break;
-      case 'q': break;  // our QPs are always created and moved by us
+      case 'q': break;  // ND2 queue pairs are always the application's own
       case 't': break;  // tos: not offered
       case 'h': Usage(argv[0]); return 0;
-      case 0x2000: opt.cycles = std::max<uint64_t>(1, std::strtoull(optarg, nullptr, 0)); break;
-      case 0x2001: opt.drop_dreqs = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      case 0x2002: opt.expect_reject = std::atoi(optarg); break;
-      case 0x2003: opt.drop_tx_dreqs = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      default:
-        if (!tools::ParseHostOption(c, optarg, &opt.host)) {
-          Usage(argv[0]);
-          return 1;
-        }
+      case kOptCycles: opt.cycles = std::max<uint64_t>(1, std::strtoull(optarg, nullptr, 0)); break;
+      case kOptDropRx: opt.drop_rx_dreqs = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
+      case kOptExpectReject: opt.expect_reject = std::atoi(optarg); break;
+      case kOptDropTx: opt.drop_tx_dreqs = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
+      case kOptProfile: opt.profile = optarg; break;
+      case kOptIface: opt.iface = optarg; break;
+      case kOptIp: opt.ips.push_back(optarg); break;
+      case kOptSet: opt.sets.push_back(optarg); break;
+      case kOptCapture: opt.capture = optarg; break;
+      default: Usage(argv[0]); return 1;
     }
   }
-  if (opt.server == opt.client || (opt.client && opt.addr.empty())) {
+  if (optind < argc || opt.server == opt.client || (opt.client && opt.addr.empty())) {
     Usage(argv[0]);
     return 1;
   }
-  if (opt.size < kMinSize || opt.size > (1u << 30)) {
-    std::fprintf(stderr, "Invalid size %u (valid range is %u to %u)\n", opt.size, kMinSize, 1u << 30);
+  if (opt.size < kMinSize || opt.size > kMaxSize) {
+    std::fprintf(stderr, "Invalid size %u (valid range is %u to %u)\n", opt.size, kMinSize, kMaxSize);
     return 1;
   }
-  opt.host.engine.cm.drop_rx_dreqs = opt.drop_dreqs;
-  opt.host.engine.cm.drop_tx_dreqs = opt.drop_tx_dreqs;
-  auto host = tools::BringUp(opt.host);
-  if (!host.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(host.status().message()).c_str());
+  if (opt.ips.empty()) {
+    std::fprintf(stderr, "rping: --ip addr/len is required (the address of the ND2 adapter this run brings up)\n");
     return 1;
   }
-  engine::Engine& eng = *host->eng;
-  wire::IpAddr addr;
-  if (!opt.addr.empty() && !wire::IpAddr::FromString(opt.addr, &addr)) {
-    std::fprintf(stderr, "rping: bad address %s\n", opt.addr.c_str());
+  // The ND2 configuration: read by NdStartup, removed once it has been.
+  std::string cfg;
+  if (!WriteConfig(opt, &cfg)) return 1;
+  setenv("ND2_CONFIG", cfg.c_str(), 1);
+  const HRESULT h = NdStartup();
+  unlink(cfg.c_str());
+  if (h != ND_SUCCESS) {
+    std::fprintf(stderr, "rping: NdStartup: %s (the ND2 adapter could not be brought up; see above)\n",
+                 Hr(h).c_str());
     return 1;
   }
-  int rc;
-  if (opt.server) {
-    rc = RunServer(opt, eng, addr);
-  } else {
-    wire::IpAddr local;
-    if (!opt.source.empty()) {
-      if (!wire::IpAddr::FromString(opt.source, &local)) {
-        std::fprintf(stderr, "rping: bad source address %s\n", opt.source.c_str());
-        return 1;
-      }
-    } else {
-      auto l = eng.LocalIp(!addr.IsV4());
-      if (!l) {
-        std::fprintf(stderr, "rping: no local %s address (--ip)\n", addr.IsV4() ? "IPv4" : "IPv6");
-        return 1;
-      }
-      local = *l;
-    }
-    rc = RunCycles(opt, eng, local, addr);
-  }
+  const int rc = Run(opt);
   std::fflush(stdout);
+  NdCleanup();
   return rc;
 }

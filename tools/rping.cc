@@ -149,6 +149,7 @@ const char* HrName(HRESULT h) {
     case ND_TOO_MANY_ADDRESSES: return "ND_TOO_MANY_ADDRESSES";
     case ND_SHARING_VIOLATION: return "ND_SHARING_VIOLATION";
     case ND_DEVICE_NOT_READY: return "ND_DEVICE_NOT_READY";
+    case ND_DEVICE_BUSY: return "ND_DEVICE_BUSY";
     case ND_UNSUCCESSFUL: return "ND_UNSUCCESSFUL";
     default: return "?";
   }
@@ -1008,8 +1009,14 @@ int main(int argc, char** argv) {
                  Hr(h).c_str());
     return 1;
   }
-  const int rc = Run(opt);
+  int rc = Run(opt);
   std::fflush(stdout);
-  NdCleanup();
+  // Every object is released by now: NdCleanup refuses (ND_DEVICE_BUSY)
+  // while any still lives.
+  const HRESULT ch = NdCleanup();
+  if (ch != ND_SUCCESS) {
+    std::fprintf(stderr, "rping: NdCleanup: %s (an ND2 object was not released)\n", Hr(ch).c_str());
+    rc = 1;
+  }
   return rc;
 }

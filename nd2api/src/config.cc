@@ -143,6 +143,8 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
         number(0, 7, &a.rnr_retry, "a retry count, 7 = forever");
       } else if (k == "rnr_timer") {
         number(0, 31, &a.rnr_timer, "an IB RNR timer code");
+      } else if (k == "cm_drop_rx_dreqs" || k == "cm_drop_tx_dreqs") {
+        number(0, 1000000, k == "cm_drop_rx_dreqs" ? &a.cm_drop_rx_dreqs : &a.cm_drop_tx_dreqs, "a count of DREQs");
       } else if (k == "ephemeral_ports") {
         std::vector<std::string> r = absl::StrSplit(v, '-');
         uint32_t lo, hi;
@@ -156,7 +158,8 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
         a.overrides.push_back(k + "=" + v);
       } else {
         bad("unknown key (profile, iface, ip, ip6, mtu, capture, progress, cm_timeout, cm_retries, "
-            "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, or a profile key section.key)");
+            "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, cm_drop_rx_dreqs, cm_drop_tx_dreqs, or a "
+            "profile key section.key)");
       }
       if (!err.ok()) break;
     }

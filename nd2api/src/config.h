@@ -25,6 +25,9 @@
 //                                    ; the peer completes ND_IO_TIMEOUT (0..7; 7 = forever)
 //   rnr_timer       = 18             ; the RNR NAK timer we ask peers to wait (IB code
 //                                    ; 1..31: 18 = 5.12 ms; 0 = 655 ms)
+//   cm_drop_rx_dreqs = 0             ; CM fault injection for tests: the first N DREQs
+//   cm_drop_tx_dreqs = 0             ;   received are ignored / sent leave nothing on the
+//                                    ;   wire (retransmitted later), as if lost
 //   fault.rx_drop = 0.01             ; any other key "section.key" overrides that
 //                                    ; profile key (as rc-pingpong's --set)
 //
@@ -57,6 +60,8 @@ struct AdapterConfig {
   // Transport (what the CM negotiates for our QPs).
   uint8_t rnr_retry = 6;
   uint8_t rnr_timer = 18;
+  // Fault injection (tests): DREQs lost on receive / on send.
+  uint32_t cm_drop_rx_dreqs = 0, cm_drop_tx_dreqs = 0;
 };
 
 struct Nd2Config {

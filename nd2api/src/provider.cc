@@ -313,6 +313,8 @@ HRESULT Provider::Startup() {
     eo.cm.mra_service_timeout = a.cm_mra_timeout;
     eo.cm.ephemeral_first = a.ephemeral_first;
     eo.cm.ephemeral_last = a.ephemeral_last;
+    eo.cm.drop_rx_dreqs = a.cm_drop_rx_dreqs;
+    eo.cm.drop_tx_dreqs = a.cm_drop_tx_dreqs;
     auto host = tools::OpenStackHost(profiles[i], eo);
     if (!host.ok()) {
       delete prov;

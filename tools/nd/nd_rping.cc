@@ -147,18 +147,16 @@ class RPingClient {
     credits_ = depth_;
     sgl_.resize(max_sge_);
     if (o_.warmup > 0) {
-      DoSize(kHdrLen, o_.warmup);
+      Timer timer;
+      CpuMonitor cpu;
+      DoSize(kHdrLen, o_.warmup, &timer, &cpu);
       SleepMs(1000);
     }
     for (const uint32_t size : o_.Sizes()) {
       const uint32_t iterations = o_.Iterations(size, kMaxIterations);
       Timer timer;
       CpuMonitor cpu;
-      cpu.Start();
-      timer.Start();
-      DoSize(size, iterations);
-      timer.End();
-      cpu.End();
+      DoSize(size, iterations, &timer, &cpu);
       PrintTableRow(size, iterations, timer.Micros() / iterations, cpu.Report(),
                     static_cast<double>(size) * iterations / (timer.Micros() / 1e6));
     }
@@ -174,14 +172,18 @@ class RPingClient {
   }
 
  private:
-  // One size: the transfers, with --verify the data prepared before and checked after.
-  void DoSize(ULONG size, uint32_t iterations) {
+  // One size: the transfers (timed), with --verify the data prepared before and checked after.
+  void DoSize(ULONG size, uint32_t iterations, Timer* timer, CpuMonitor* cpu) {
     if (o_.verify) {
       if (o_.op_read) memset(buf_, 0, size);
       else FillPattern(buf_, size, o_.seed, size, 0);
     }
     const ULONG n = PrepareSge(sgl_.data(), max_sge_, buf_, size, ep_.LocalToken());
+    cpu->Start();
+    timer->Start();
     DoPings(size, iterations, n);
+    timer->End();
+    cpu->End();
     if (!o_.verify) return;
     if (o_.op_read) {
       // What was read: PeerInfo, then the server's pattern.

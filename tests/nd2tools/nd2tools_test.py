@@ -1,0 +1,434 @@
+#!/usr/bin/env python3
+"""The nd-* ND2 programs (tools/nd/) as a user runs them.
+
+Cases (--case):
+  cli              command-line errors of the programs: clear message, exit 2, no crash
+  adapterinfo      nd-adapterinfo on a configured address (every ND2_ADAPTER_INFO field, the
+                   address list) and on addresses that are not ND addresses
+  loopback-PROG    PROG's server and client in one process on one adapter (--loopback, the
+                   adapter's loopback connections), --verify, 1 B .. 4 MB, in the polling (-p)
+                   and blocking (-b) modes, with inline progress and a progress thread
+  pair-PROG        PROG's server and client in two processes with an adapter each: two
+                   net_tap ports on a Linux bridge in a network namespace the case creates
+                   (and deletes, also on failure), --verify, 1 B .. 4 MB, -p and -b; then the
+                   same pair with different data patterns (--seed), which the checking side
+                   must report as a data mismatch (exit 1)
+PROG is one of ping, pingpong, rping (both -w and -r), rpingpong.
+
+Every run must exit 0 and print the summary line with the counts the schedule implies (pings
+and bytes; both sides agree): a mismatch of data, of counts or any other exit fails the case.
+Runs are bounded (--timeout for the programs, a timeout here too). Needs root for pair-*
+(TAP devices, a network namespace): otherwise it skips (exit 77), which CI counts as a failure.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+RUN_TIMEOUT = 90          # seconds, one program run
+MAX_XFER = 4 * 1024 * 1024
+HDR_LEN = 40
+MAX_VOLUME = 500 * MAX_XFER
+MAX_ITERATIONS = {"ping": 500000, "pingpong": 100000, "rping": 500000, "rpingpong": 100000}
+
+
+class CaseFailure(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def check(cond, msg):
+    if not cond:
+        raise CaseFailure(msg)
+
+
+def schedule(prog, iters, warmup, min_size=1, max_size=MAX_XFER):
+    """(messages, bytes, phases) that a run with these options moves (the originals' schedule)."""
+    n = warmup
+    b = warmup * HDR_LEN
+    phases = 1 if warmup else 0
+    s = min_size
+    while s <= max_size:
+        k = max(1, min(MAX_ITERATIONS[prog], MAX_VOLUME // s, iters))
+        n += k
+        b += k * s
+        phases += 1
+        s *= 2
+    return n, b, phases
+
+
+def write_config(path, sections):
+    with open(path, "w") as f:
+        for name, keys in sections.items():
+            f.write(f"[{name}]\n")
+            for k, v in keys.items():
+                f.write(f"{k} = {v}\n")
+
+
+def run(cmd, env, timeout=RUN_TIMEOUT):
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stdout
+
+
+def show(title, out):
+    log(f"---- {title}")
+    for line in out.splitlines():
+        # DPDK's net_tap notes on every start (no multiq qdisc in this kernel): noise.
+        if not re.match(r"^(tap_|qdisc_|eth_dev_tap_create)", line):
+            log("  " + line)
+
+
+def expect_summary(out, who, prog, verb, n, b, verified_word=None):
+    """The summary line `nd-PROG: WHO VERB N ..., B bytes` with these counts."""
+    m = re.search(rf"^nd-{prog}: {who} {verb} (\d+) \w+, (\d+) bytes(.*)$", out, re.M)
+    check(m, f"no '{who} {verb}' summary line from nd-{prog}")
+    check(int(m.group(1)) == n and int(m.group(2)) == b,
+          f"nd-{prog} {who}: {m.group(1)} messages / {m.group(2)} bytes, expected {n} / {b}")
+    if verified_word:
+        check(verified_word in m.group(3), f"nd-{prog} {who} did not verify the data")
+
+
+def check_run(prog, opts, out, warmup, iters, mode_flags):
+    """The summary lines of a successful --verify run (both sides' output may be in `out`)."""
+    n, b, phases = schedule(prog, iters, warmup)
+    if prog == "ping":
+        if "server" in opts:
+            expect_summary(out, "server", prog, "received", n, b, "verified")
+            check(re.search(rf", {phases} syncs", out), f"nd-ping server: expected {phases} syncs")
+        if "client" in opts:
+            expect_summary(out, "client", prog, "sent", n, b)
+    elif prog in ("pingpong", "rpingpong"):
+        if "server" in opts:
+            expect_summary(out, "server", prog, "answered", n, b, "verified")
+        if "client" in opts:
+            expect_summary(out, "client", prog, "sent", n, b, "verified")
+    elif prog == "rping":
+        verb = "read" if "-r" in mode_flags else "wrote"
+        if "server" in opts:
+            op = "read" if "-r" in mode_flags else "write"
+            check(re.search(rf"^nd-rping: server done \({op}\)$", out, re.M), "no nd-rping server summary")
+        if "client" in opts:
+            expect_summary(out, "client", prog, verb, n, b, "verified")
+    if "client" in opts:
+        # The client's table: one row per size, 1 .. 4194304.
+        rows = re.findall(r"^\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+\d+$", out, re.M)
+        check([int(r[0]) for r in rows] == [1 << i for i in range(23)],
+              f"nd-{prog}: the client's table does not list the sizes 1 .. 4194304")
+
+
+def env_with(config):
+    env = dict(os.environ)
+    env["ND2_CONFIG"] = config
+    return env
+
+
+# ---- cli ------------------------------------------------------------------------------------
+
+def case_cli(tools, tmp):
+    config = os.path.join(tmp, "ring.ini")
+    write_config(config, {"adapter0": {"profile": "net_ring.ini", "port.ring": "ndtcli",
+                                       "ip": "10.77.0.1/24"}})
+    env = env_with(config)
+    bad = [
+        (["nd-ping", "10.77.0.1"], "Exactly one of client (c) or server (s) must be specified."),
+        (["nd-ping", "-s", "-c", "10.77.0.1"], "Exactly one of client (c) or server (s)"),
+        (["nd-pingpong", "-s", "-p", "-b", "10.77.0.1"], "Exactly one of blocking (b) or polling (p)"),
+        (["nd-rping", "-c", "-r", "-w", "10.77.0.1"], "Exactly one of read (r) or write (w)"),
+        (["nd-rpingpong", "-c", "10.77.0.300"], "Bad address."),
+        (["nd-rpingpong", "-c", "10.77.0.1:99999"], "Bad address."),
+        (["nd-ping", "-c", "0.0.0.0"], "Bad address."),
+        (["nd-ping", "-c", "-n", "0", "10.77.0.1"], "Invalid or missing SGE length."),
+        (["nd-ping", "-c", "-n", "x", "10.77.0.1"], "Bad value 'x' for -n"),
+        (["nd-ping", "-c", "-q", "10.77.0.1"], "Missing value for -q."),
+        (["nd-pingpong", "-c", "--bogus", "10.77.0.1"], "Unknown option '--bogus'."),
+        (["nd-rping", "-c", "--min-size", "64", "--max-size", "8", "10.77.0.1"],
+         "--min-size is above --max-size."),
+        (["nd-adapterinfo", "-x", "10.77.0.1"], "Unknown option '-x'."),
+        (["nd-adapterinfo", "banana"], "Bad address."),
+    ]
+    for args, msg in bad:
+        rc, out = run([os.path.join(tools, args[0])] + args[1:], env)
+        check(rc == 2, f"{' '.join(args)}: exit {rc}, expected 2\n{out}")
+        check(msg in out, f"{' '.join(args)}: no '{msg}' in\n{out}")
+        check("Options:" in out, f"{' '.join(args)}: no usage text")
+    rc, out = run([os.path.join(tools, "nd-ping"), "-h"], env)
+    check(rc == 0 and "54324" in out, "nd-ping -h: usage with the default port 54324")
+    for prog, port in (("pingpong", 54325), ("rping", 54326), ("rpingpong", 54327)):
+        rc, out = run([os.path.join(tools, "nd-" + prog), "--help"], env)
+        check(rc == 0 and str(port) in out, f"nd-{prog} --help: default port {port}")
+    # A client whose server does not exist: a clear ND error, exit 1 (no hang, no crash).
+    rc, out = run([os.path.join(tools, "nd-ping"), "-c", "--timeout", "60", "10.77.0.1:5"], env)
+    check(rc == 1 and "ND_CONNECTION_REFUSED" in out, f"nd-ping to a closed port:\n{out}")
+    # An address of no adapter.
+    rc, out = run([os.path.join(tools, "nd-pingpong"), "-s", "--timeout", "60", "10.77.0.9"], env)
+    check(rc == 1 and "NdOpenAdapter failed" in out, f"nd-pingpong -s on a foreign address:\n{out}")
+    log("cli: every bad command line got its message and exit 2; connection errors exit 1")
+
+
+# ---- adapterinfo ------------------------------------------------------------------------------
+
+def case_adapterinfo(tools, tmp):
+    config = os.path.join(tmp, "ring.ini")
+    write_config(config, {
+        "adapter0": {"profile": "net_ring.ini", "port.ring": "ndtai", "ip": "10.77.0.1/24",
+                     "port.ipv6": "fd00:77::1/64"},
+        "adapter1": {"profile": "net_ring.ini", "port.ring": "ndtai", "port.ring_side": "b",
+                     "ip": "10.77.0.2/24", "port.ipv6": "fd00:77::2/64",
+                     "port.mac": "02:00:00:00:77:02"}})
+    env = env_with(config)
+    prog = os.path.join(tools, "nd-adapterinfo")
+    ids = set()
+    for ip in ("10.77.0.1", "10.77.0.2"):
+        rc, out = run([prog, ip], env)
+        show(f"nd-adapterinfo {ip}", out)
+        check(rc == 0, f"nd-adapterinfo {ip}: exit {rc}")
+        fields = dict(re.findall(r"^(\w+): (\S*)$", out, re.M))
+        expect = {"InfoVersion": "131072", "MaxCallerData": "56", "MaxCalleeData": "148",
+                  "MaxInboundReadLimit": None, "MaxOutboundReadLimit": None,
+                  "MaxInitiatorSge": None, "MaxReceiveSge": None, "MaxReadSge": None,
+                  "MaxTransferLength": None, "MaxInlineDataSize": None,
+                  "MaxReceiveQueueDepth": None, "MaxInitiatorQueueDepth": None,
+                  "MaxSharedReceiveQueueDepth": None, "MaxCompletionQueueDepth": None,
+                  "InlineRequestThreshold": None, "LargeRequestThreshold": None,
+                  "MaxRegistrationSize": None, "MaxWindowSize": None, "VendorId": None,
+                  "DeviceId": None, "AdapterId": None}
+        for k, v in expect.items():
+            check(k in fields, f"nd-adapterinfo: no {k} line")
+            if v is not None:
+                check(fields[k] == v, f"nd-adapterinfo: {k} is {fields[k]}, expected {v}")
+        check(int(fields["MaxTransferLength"]) >= MAX_XFER + HDR_LEN, "MaxTransferLength below 4 MB")
+        ids.add(fields["AdapterId"])
+        for flag in ("IN_ORDER_DMA_SUPPORTED", "LOOPBACK_CONNECTIONS_SUPPORTED"):
+            check("ND_ADAPTER_FLAG_" + flag in out, f"nd-adapterinfo: no {flag}")
+        addrs = re.findall(r"^Address \d+: (\S+)$", out, re.M)
+        check(sorted(addrs) == sorted(["10.77.0.1", "10.77.0.2", "fd00:77::1", "fd00:77::2"]),
+              f"nd-adapterinfo: address list {addrs}")
+    check(len(ids) == 2, "the two adapters report the same AdapterId")
+    # Not an ND address: NdCheckAddress fails, the program says so and exits 1.
+    rc, out = run([prog, "10.77.0.3"], env)
+    check(rc == 1 and "NdCheckAddress for the input address failed" in out,
+          f"nd-adapterinfo 10.77.0.3: exit {rc}\n{out}")
+    # No configuration file: NdStartup's error, exit 1.
+    rc, out = run([prog, "10.77.0.1"], env_with(os.path.join(tmp, "missing.ini")))
+    check(rc == 1 and "NdStartup failed" in out, f"nd-adapterinfo without a config: exit {rc}\n{out}")
+    log("adapterinfo: both adapters' limits, flags and addresses; bad addresses refused")
+
+
+# ---- loopback ---------------------------------------------------------------------------------
+
+def loopback_runs(prog):
+    modes = [["-p"], ["-b"]]
+    if prog == "rping":
+        modes = [["-w", "-p"], ["-r", "-b"], ["-r", "-p"], ["-w", "-b"]]
+    return modes
+
+
+def case_loopback(tools, tmp, prog):
+    iters, warmup = 2, 3
+    for progress in ("inline", "thread"):
+        config = os.path.join(tmp, f"loop-{progress}.ini")
+        write_config(config, {"adapter0": {"profile": "net_ring.ini", "port.ring": "ndtloop",
+                                           "ip": "10.77.0.1/24", "progress": progress}})
+        for mode in loopback_runs(prog):
+            # The -n 3 runs split every transfer over three SGEs (40 + 40 + the rest).
+            nsge = ["-n", "3"] if progress == "thread" else []
+            cmd = [os.path.join(tools, "nd-" + prog), "--loopback", "--verify", "--iters", str(iters),
+                   "--warmup", str(warmup), "--timeout", str(RUN_TIMEOUT - 10)] + mode + nsge + ["10.77.0.1"]
+            t0 = time.monotonic()
+            rc, out = run(cmd, env_with(config))
+            show(f"{' '.join(cmd[1:])} (progress {progress}, {time.monotonic() - t0:.1f} s)", out)
+            check(rc == 0, f"nd-{prog} --loopback {' '.join(mode)}: exit {rc}")
+            check_run(prog, ("server", "client"), out, warmup, iters, mode)
+    log(f"loopback-{prog}: every mode passed, every byte verified")
+
+
+# ---- pair (two processes, two taps on a bridge in a namespace) --------------------------------
+
+class Net:
+    """A network namespace with a bridge; taps that DPDK creates in it are attached as they appear."""
+
+    def __init__(self):
+        tag = f"{os.getpid() % 100000}"
+        self.ns = f"ndt{tag}"
+        self.taps = {"server": f"ndts{tag}", "client": f"ndtc{tag}"}
+        self.procs = []
+
+    def sh(self, *args, check_rc=True):
+        p = subprocess.run(["ip", "-n", self.ns] + list(args), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30)
+        if check_rc and p.returncode != 0:
+            raise CaseFailure(f"ip -n {self.ns} {' '.join(args)}: {p.stdout.strip()}")
+        return p.returncode
+
+    def __enter__(self):
+        subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL)
+        subprocess.run(["ip", "netns", "add", self.ns], check=True, timeout=30)
+        subprocess.run(["ip", "netns", "exec", self.ns, "sysctl", "-qw",
+                        "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"],
+                       check=True, timeout=30)
+        self.sh("link", "set", "lo", "up")
+        self.sh("link", "add", "ndtbr", "type", "bridge", "forward_delay", "0")
+        self.sh("link", "set", "ndtbr", "up")
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL, timeout=30)
+        return False
+
+    def config(self, tmp, role, progress="inline"):
+        n = 1 if role == "server" else 2
+        path = os.path.join(tmp, f"{role}.ini")
+        write_config(path, {"adapter0": {
+            "profile": "net_tap.ini", "iface": self.taps[role], "ip": f"198.18.77.{n}/24",
+            "port.ipv6": f"fd00:77::{n}/64", "port.mac": f"02:00:c6:12:4d:0{n}",
+            "progress": progress}})
+        return path
+
+    def start(self, tmp, role, cmd, config):
+        out = open(os.path.join(tmp, f"{role}.out"), "w+")
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns, "env", f"ND2_CONFIG={config}"] + cmd,
+                             stdout=out, stderr=subprocess.STDOUT, text=True)
+        p.out = out
+        self.procs.append(p)
+        # Join the tap to the bridge as soon as the program has created it.
+        deadline = time.monotonic() + 30
+        while self.sh("link", "show", self.taps[role], check_rc=False) != 0:
+            if p.poll() is not None:
+                raise CaseFailure(f"{role} exited ({p.returncode}) before its tap appeared:\n{read(p)}")
+            if time.monotonic() > deadline:
+                raise CaseFailure(f"{role}: tap {self.taps[role]} never appeared")
+            time.sleep(0.02)
+        self.sh("link", "set", self.taps[role], "master", "ndtbr", "up")
+        return p
+
+
+def read(p):
+    p.out.flush()
+    p.out.seek(0)
+    return p.out.read()
+
+
+def wait_for_text(p, text, timeout=30):
+    deadline = time.monotonic() + timeout
+    while text not in read(p):
+        if p.poll() is not None:
+            raise CaseFailure(f"exited ({p.returncode}) before printing '{text}':\n{read(p)}")
+        if time.monotonic() > deadline:
+            raise CaseFailure(f"no '{text}' after {timeout} s")
+        time.sleep(0.02)
+
+
+def wait_all(procs, timeout=RUN_TIMEOUT):
+    """Waits for every process; once one fails, the others are killed (their peer is gone)."""
+    deadline = time.monotonic() + timeout
+    while any(p.poll() is None for p in procs):
+        if any(p.poll() not in (None, 0) for p in procs) or time.monotonic() > deadline:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            break
+        time.sleep(0.05)
+    return [p.returncode for p in procs]
+
+
+def pair_once(tools, tmp, net, prog, mode, server_extra, client_extra, progress="inline"):
+    common = ["--verify", "--timeout", str(RUN_TIMEOUT - 10)] + mode
+    exe = os.path.join(tools, "nd-" + prog)
+    t0 = time.monotonic()
+    srv = net.start(tmp, "server", [exe, "-s"] + common + server_extra + ["198.18.77.1"],
+                    net.config(tmp, "server", progress))
+    wait_for_text(srv, "listening on 198.18.77.1:")
+    cli = net.start(tmp, "client", [exe, "-c"] + common + client_extra + ["198.18.77.1"],
+                    net.config(tmp, "client", progress))
+    rcs = wait_all([srv, cli])
+    outs = [read(srv), read(cli)]
+    desc = f"nd-{prog} {' '.join(mode)} ({progress}, {time.monotonic() - t0:.1f} s)"
+    show(f"server: {desc}", outs[0])
+    show(f"client: {desc}", outs[1])
+    net.procs.clear()
+    return rcs, outs
+
+
+def case_pair(tools, tmp, prog):
+    if os.geteuid() != 0:
+        log("SKIP: pair cases need root (TAP devices, a network namespace)")
+        sys.exit(77)
+    iters, warmup = 2, 2
+    sched = ["--iters", str(iters), "--warmup", str(warmup)]
+    modes = [["-p"], ["-b"]]
+    if prog == "rping":
+        modes = [["-w", "-p"], ["-r", "-b"]]
+    with Net() as net:
+        for i, mode in enumerate(modes):
+            # The second run uses a progress thread in both processes.
+            progress = "thread" if i == 1 else "inline"
+            rcs, outs = pair_once(tools, tmp, net, prog, mode, sched, sched, progress)
+            check(rcs == [0, 0], f"nd-{prog} {' '.join(mode)}: exit codes server {rcs[0]}, client {rcs[1]}")
+            check_run(prog, ("server",), outs[0], warmup, iters, mode)
+            check_run(prog, ("client",), outs[1], warmup, iters, mode)
+
+        # Different data patterns: the checking side must see a mismatch and exit 1.
+        small = ["--iters", "2", "--warmup", "0", "--max-size", "64"]
+        mode = ["-r", "-p"] if prog == "rping" else ["-p"]
+        rcs, outs = pair_once(tools, tmp, net, prog, mode, small + ["--seed", "1"], small + ["--seed", "2"])
+        checker = 1 if prog == "rping" else 0   # rping -r: the client checks what it read
+        check(rcs[checker] == 1 and "data mismatch" in outs[checker],
+              f"nd-{prog}: different data patterns went unnoticed (exit codes {rcs})")
+    log(f"pair-{prog}: two processes over two taps, every byte verified; a wrong pattern is caught")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tools-dir", required=True, help="where nd-ping & co. are (<builddir>/tools/nd)")
+    ap.add_argument("--case", required=True)
+    a = ap.parse_args()
+    for p in ("nd-adapterinfo", "nd-ping", "nd-pingpong", "nd-rping", "nd-rpingpong"):
+        if not os.access(os.path.join(a.tools_dir, p), os.X_OK):
+            log(f"FAIL: {p} was not built in {a.tools_dir}")
+            return 1
+    tmp = tempfile.mkdtemp(prefix="nd2tools-")
+    try:
+        kind, _, prog = a.case.partition("-")
+        if a.case == "cli":
+            case_cli(a.tools_dir, tmp)
+        elif a.case == "adapterinfo":
+            case_adapterinfo(a.tools_dir, tmp)
+        elif kind == "loopback" and prog in MAX_ITERATIONS:
+            case_loopback(a.tools_dir, tmp, prog)
+        elif kind == "pair" and prog in MAX_ITERATIONS:
+            case_pair(a.tools_dir, tmp, prog)
+        else:
+            log(f"unknown case {a.case}")
+            return 2
+    except CaseFailure as e:
+        log(f"FAIL: {e}")
+        return 1
+    except subprocess.TimeoutExpired as e:
+        log(f"FAIL: timed out: {e}")
+        return 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))   # meson's timeout: clean up on the way out
+    sys.exit(main())

@@ -46,7 +46,12 @@ QueuePair* RcDevice::CreateQp(const QpCaps& caps, CompletionQueue* send_cq,
       const uint32_t qpn = (uint32_t{gen} << kQpIndexBits) | i;
       if (quarantined_.contains(qpn)) continue;
       qp_gen_[i] = gen;
-      qps_[i] = std::make_unique<QueuePair>(this, qpn, caps, send_cq, recv_cq, srq, context);
+      try {
+        qps_[i] = std::make_unique<QueuePair>(this, qpn, caps, send_cq, recv_cq, srq, context);
+      } catch (...) {
+        free_slots_.push_front(i);  // no memory for its queues: the slot stays free
+        throw;
+      }
       return qps_[i].get();
     }
     free_slots_.push_back(i);  // every number of this slot is quarantined

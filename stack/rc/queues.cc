@@ -10,6 +10,7 @@ bool CompletionQueue::Push(const Completion& c) {
   const uint64_t t = tail_.load(std::memory_order_relaxed);
   if (t - head_.load(std::memory_order_acquire) >= ring_.size()) {
     overflows_++;
+    if (on_overflow) on_overflow(c);
     return false;
   }
   ring_[t % ring_.size()] = c;
@@ -64,6 +65,28 @@ PostResult ReceiveQueue::Post(const RecvWr& wr) {
   w.sge = dst;
   tail_.store(t + 1, std::memory_order_release);
   return PostResult::kOk;
+}
+
+bool ReceiveQueue::Resize(uint32_t depth) {
+  depth = std::max<uint32_t>(depth, 1);
+  const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
+  if (t - h > depth) return false;
+  std::vector<RecvWqe> ring(depth);
+  std::vector<Sge> sges(size_t{depth} * max_sge_);
+  for (uint64_t i = h; i != t; i++) {
+    const RecvWqe& from = ring_[i % depth_];
+    RecvWqe& to = ring[i - h];
+    Sge* dst = &sges[(i - h) * max_sge_];
+    std::copy(from.sge, from.sge + from.num_sge, dst);
+    to = from;
+    to.sge = dst;
+  }
+  depth_ = depth;
+  ring_ = std::move(ring);
+  sges_ = std::move(sges);
+  head_.store(0, std::memory_order_relaxed);
+  tail_.store(t - h, std::memory_order_release);
+  return true;
 }
 
 const RecvWqe* ReceiveQueue::Front() const {

@@ -29,6 +29,8 @@ class CompletionQueue {
   uint64_t overflows() const { return overflows_; }
   // Called by the producer after each push (ND2 Notify is built on it).
   std::function<void(const Completion&)> on_push;
+  // Called by the producer when a completion did not fit (ND2: the CQ overran).
+  std::function<void(const Completion&)> on_overflow;
   // Changes the depth, keeping the queued completions (false: they do not
   // fit). Neither Push nor Poll may run meanwhile (ND2 Resize holds both sides).
   bool Resize(uint32_t depth);
@@ -62,6 +64,10 @@ class ReceiveQueue {
   uint32_t max_sge() const { return max_sge_; }
   // Called by the consumer after each Pop (ND2 SRQ Notify is built on it).
   std::function<void()> on_pop;
+  // Changes the depth, keeping the posted WQEs in order (false: more are
+  // posted than `depth`). Neither Post nor Front/Pop may run meanwhile (ND2
+  // IND2SharedReceiveQueue::Modify holds both sides).
+  bool Resize(uint32_t depth);
 
  private:
   uint32_t depth_, max_sge_;

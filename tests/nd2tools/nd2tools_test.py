@@ -171,6 +171,16 @@ def case_cli(tools, tmp):
     # An address of no adapter.
     rc, out = run([os.path.join(tools, "nd-pingpong"), "-s", "--timeout", "60", "10.77.0.9"], env)
     check(rc == 1 and "NdOpenAdapter failed" in out, f"nd-pingpong -s on a foreign address:\n{out}")
+    # More SGEs than the adapter allows: the provider's refusal, named.
+    rc, out = run([os.path.join(tools, "nd-rpingpong"), "-s", "-n", "1000", "--timeout", "60", "10.77.0.1"], env)
+    check(rc == 1 and "CreateQueuePair failed" in out and "ND_INVALID_PARAMETER" in out,
+          f"nd-rpingpong -n 1000:\n{out}")
+    # -l: everything goes to the log file.
+    logf = os.path.join(tmp, "log.txt")
+    rc, out = run([os.path.join(tools, "nd-adapterinfo"), "-l", logf, "10.77.0.1"], env)
+    check(rc == 0 and "InfoVersion" not in out, f"nd-adapterinfo -l: exit {rc}, output {out!r}")
+    with open(logf) as f:
+        check("InfoVersion: 131072" in f.read(), "nd-adapterinfo -l: the log file lacks the adapter info")
     log("cli: every bad command line got its message and exit 2; connection errors exit 1")
 
 

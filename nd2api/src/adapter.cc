@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "nd2api/src/nd2.h"
 
@@ -85,8 +86,13 @@ void Adapter::OnCmRequest(cm::ListenerId lid) {
 
 HRESULT Adapter::CreateOverlappedFile(HANDLE* ph) {
   if (!ph) return ND_INVALID_PARAMETER_1;
-  *ph = RegisterHandle(std::make_shared<OverlappedFile>());
-  return *ph ? ND_SUCCESS : ND_INSUFFICIENT_RESOURCES;
+  try {
+    *ph = RegisterHandle(std::make_shared<OverlappedFile>());
+  } catch (const std::bad_alloc&) {
+    *ph = nullptr;
+  }
+  // RegisterHandle fails only when memory (or the handle table) runs out.
+  return *ph ? ND_SUCCESS : ND_NO_MEMORY;
 }
 
 HRESULT Adapter::Query(ND2_ADAPTER_INFO* info, ULONG* cb) {
@@ -136,7 +142,12 @@ HRESULT Adapter::CreateCompletionQueue(REFIID iid, HANDLE file, ULONG depth, USH
   auto f = FileOf(file);
   if (!f) return ND_INVALID_HANDLE;
   if (depth == 0 || depth > Limits::kMaxCqDepth) return ND_INVALID_PARAMETER_3;
-  auto* cq = new CompletionQueue(this, f, depth);
+  CompletionQueue* cq;
+  try {
+    cq = new CompletionQueue(this, f, depth);
+  } catch (const std::bad_alloc&) {
+    return ND_NO_MEMORY;
+  }
   const HRESULT h = cq->QueryInterface(iid, pp);
   cq->Release();
   return h;
@@ -148,7 +159,12 @@ HRESULT Adapter::CreateMemoryRegion(REFIID iid, HANDLE file, VOID** pp) {
   if (iid != IID_IND2MemoryRegion && iid != IID_IUnknown) return E_NOINTERFACE;
   auto f = FileOf(file);
   if (!f) return ND_INVALID_HANDLE;
-  auto* mr = new MemoryRegion(this, f);
+  MemoryRegion* mr;
+  try {
+    mr = new MemoryRegion(this, f);
+  } catch (const std::bad_alloc&) {
+    return ND_NO_MEMORY;
+  }
   const HRESULT h = mr->QueryInterface(iid, pp);
   mr->Release();
   return h;
@@ -158,7 +174,12 @@ HRESULT Adapter::CreateMemoryWindow(REFIID iid, VOID** pp) {
   if (!pp) return ND_INVALID_PARAMETER_2;
   *pp = nullptr;
   if (iid != IID_IND2MemoryWindow && iid != IID_IUnknown) return E_NOINTERFACE;
-  auto* mw = new MemoryWindow(this);
+  MemoryWindow* mw;
+  try {
+    mw = new MemoryWindow(this);
+  } catch (const std::bad_alloc&) {
+    return ND_INSUFFICIENT_RESOURCES;
+  }
   if (!mw->handle()) {
     mw->Release();
     return ND_INSUFFICIENT_RESOURCES;
@@ -180,7 +201,12 @@ HRESULT Adapter::CreateSharedReceiveQueue(REFIID iid, HANDLE file, ULONG depth, 
   if (depth == 0 || depth > Limits::kMaxSrqDepth) return ND_INVALID_PARAMETER_3;
   if (max_sge == 0 || max_sge > Limits::kMaxSge) return ND_INVALID_PARAMETER_4;
   if (threshold > depth) return ND_INVALID_PARAMETER_5;
-  auto* srq = new SharedReceiveQueue(this, f, depth, max_sge, threshold);
+  SharedReceiveQueue* srq;
+  try {
+    srq = new SharedReceiveQueue(this, f, depth, max_sge, threshold);
+  } catch (const std::bad_alloc&) {
+    return ND_NO_MEMORY;
+  }
   const HRESULT h = srq->QueryInterface(iid, pp);
   srq->Release();
   return h;
@@ -214,7 +240,12 @@ HRESULT Adapter::CreateQueuePair(REFIID iid, IUnknown* rcq, IUnknown* icq, VOID*
   if (max_rsge == 0 || max_rsge > Limits::kMaxSge) return ND_INVALID_PARAMETER_7;
   if (max_isge == 0 || max_isge > Limits::kMaxSge) return ND_INVALID_PARAMETER_8;
   if (inline_size > Limits::kMaxInline) return ND_INVALID_PARAMETER_9;
-  auto* qp = new QueuePair(this, r, i, nullptr, ctx);
+  QueuePair* qp;
+  try {
+    qp = new QueuePair(this, r, i, nullptr, ctx);
+  } catch (const std::bad_alloc&) {
+    return ND_INSUFFICIENT_RESOURCES;
+  }
   rc::QpCaps caps;
   caps.sq_depth = iq_depth;
   caps.rq_depth = rq_depth;
@@ -241,7 +272,12 @@ HRESULT Adapter::CreateQueuePairWithSrq(REFIID iid, IUnknown* rcq, IUnknown* icq
   if (iq_depth == 0 || iq_depth > Limits::kMaxQueueDepth) return ND_INVALID_PARAMETER_6;
   if (max_isge == 0 || max_isge > Limits::kMaxSge) return ND_INVALID_PARAMETER_7;
   if (inline_size > Limits::kMaxInline) return ND_INVALID_PARAMETER_8;
-  auto* qp = new QueuePair(this, r, i, s, ctx);
+  QueuePair* qp;
+  try {
+    qp = new QueuePair(this, r, i, s, ctx);
+  } catch (const std::bad_alloc&) {
+    return ND_INSUFFICIENT_RESOURCES;
+  }
   rc::QpCaps caps;
   caps.sq_depth = iq_depth;
   caps.max_send_sge = max_isge;
@@ -259,7 +295,12 @@ HRESULT Adapter::CreateConnector(REFIID iid, HANDLE file, VOID** pp) {
   if (iid != IID_IND2Connector && iid != IID_IUnknown) return E_NOINTERFACE;
   auto f = FileOf(file);
   if (!f) return ND_INVALID_HANDLE;
-  auto* c = new Connector(this, f);
+  Connector* c;
+  try {
+    c = new Connector(this, f);
+  } catch (const std::bad_alloc&) {
+    return ND_NO_MEMORY;
+  }
   const HRESULT h = c->QueryInterface(iid, pp);
   c->Release();
   return h;
@@ -271,7 +312,12 @@ HRESULT Adapter::CreateListener(REFIID iid, HANDLE file, VOID** pp) {
   if (iid != IID_IND2Listener && iid != IID_IUnknown) return E_NOINTERFACE;
   auto f = FileOf(file);
   if (!f) return ND_INVALID_HANDLE;
-  auto* l = new Listener(this, f);
+  Listener* l;
+  try {
+    l = new Listener(this, f);
+  } catch (const std::bad_alloc&) {
+    return ND_NO_MEMORY;
+  }
   const HRESULT h = l->QueryInterface(iid, pp);
   l->Release();
   return h;

@@ -220,7 +220,10 @@ HRESULT Connector::Connect(IUnknown* qpu, const sockaddr* dest, ULONG len, ULONG
   p.responder_resources = static_cast<uint8_t>(in_rl);
   p.initiator_depth = static_cast<uint8_t>(out_rl);
   p.path_mtu = PathMtu(adapter_->eng());
-  p.rnr_retry = cfg.rnr_retry;       // how often the peer retries our RNR NAKs
+  // How often the peer retries our RNR NAKs. A queue pair on an SRQ asks for
+  // forever (7): a Send that finds the SRQ empty must not fail the
+  // connection (IND2Adapter::CreateQueuePairWithSrq).
+  p.rnr_retry = qp->has_srq() ? 7 : cfg.rnr_retry;
   p.min_rnr_timer = cfg.rnr_timer;   // the wait our RNR NAKs ask for
   p.defer_rtu = true;                // CompleteConnect sends the RTU; Reject may refuse the REP
   p.keep_qp_on_failure = true;       // a refused attempt leaves the QP as it was
@@ -337,7 +340,7 @@ HRESULT Connector::Accept(IUnknown* qpu, ULONG in_rl, ULONG out_rl, const VOID* 
   p.responder_resources = static_cast<uint8_t>(std::min<ULONG>(in_rl, Limits::kMaxReadLimit));
   p.initiator_depth = static_cast<uint8_t>(std::min<ULONG>(out_rl, Limits::kMaxReadLimit));
   p.max_path_mtu = PathMtu(adapter_->eng());
-  p.rnr_retry = cfg.rnr_retry;
+  p.rnr_retry = qp->has_srq() ? 7 : cfg.rnr_retry;  // as in Connect
   p.min_rnr_timer = cfg.rnr_timer;
   const auto s = adapter_->eng().cm().Accept(conn_, p, adapter_->eng().NowNs());
   if (!s.ok()) return ND_INSUFFICIENT_RESOURCES;

@@ -1,5 +1,8 @@
 // IND2CompletionQueue and IND2SharedReceiveQueue.
+#include <sched.h>
+
 #include <algorithm>
+#include <new>
 
 #include "nd2api/src/nd2.h"
 
@@ -8,19 +11,33 @@ namespace roce::nd2 {
 namespace {
 constexpr uintptr_t kTagAny = ND_CQ_NOTIFY_ANY + 1, kTagSolicited = ND_CQ_NOTIFY_SOLICITED + 1,
                     kTagErrors = ND_CQ_NOTIFY_ERRORS + 1;
+constexpr uintptr_t kTagSrqNotify = 1;
 }  // namespace
 
+KAFFINITY CallerAffinity() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  KAFFINITY a = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int i = 0; i < 64; i++)
+      if (CPU_ISSET(i, &set)) a |= KAFFINITY{1} << i;
+  return a ? a : 1;
+}
+
 CompletionQueue::CompletionQueue(Adapter* a, std::shared_ptr<OverlappedFile> f, ULONG depth)
-    : adapter_(a), ov_(std::move(f)), cq_(std::make_unique<rc::CompletionQueue>(depth)) {
+    : adapter_(a), ov_(std::move(f)), cq_(std::make_unique<rc::CompletionQueue>(depth)), affinity_(CallerAffinity()) {
   adapter_->AddRef();
   cq_->on_push = [this](const rc::Completion& c) { OnPush(c); };
+  cq_->on_overflow = [this](const rc::Completion& c) { OnOverflow(c); };
 }
 
 CompletionQueue::~CompletionQueue() {
+  // Outstanding Notify requests complete ND_CANCELED: the queue is destroyed.
   ov_.CancelAll();
   {
     absl::MutexLock l(&adapter_->eng().mu());
     cq_->on_push = nullptr;
+    cq_->on_overflow = nullptr;
   }
   adapter_->Release();
 }
@@ -37,33 +54,53 @@ HRESULT CompletionQueue::QueryInterface(REFIID riid, void** ppv) {
 }
 
 HRESULT CompletionQueue::GetNotifyAffinity(USHORT* group, KAFFINITY* affinity) {
-  if (!group) return ND_INVALID_PARAMETER_1;
-  if (!affinity) return ND_INVALID_PARAMETER_2;
+  if (!group || !affinity) return ND_INVALID_PARAMETER;
   *group = 0;
-  *affinity = ~KAFFINITY{0};
+  *affinity = affinity_;
   return ND_SUCCESS;
 }
 
 HRESULT CompletionQueue::Resize(ULONG depth) {
-  if (depth == 0 || depth > Limits::kMaxCqDepth) return ND_INVALID_PARAMETER_1;
+  if (depth == 0 || depth > Limits::kMaxCqDepth) return ND_INVALID_PARAMETER;
   std::lock_guard<std::mutex> pl(poll_mu_);
   absl::MutexLock l(&adapter_->eng().mu());
-  if (depth < cq_->size()) return ND_BUFFER_OVERFLOW;  // the queued completions must fit
-  // The engine pushes into this ring: resized with both sides held.
-  if (!cq_->Resize(depth)) return ND_BUFFER_OVERFLOW;
+  // The queued completions must fit (the queue is then unchanged). The
+  // engine pushes into this ring: resized with both sides held, so no
+  // completion is lost or reordered.
+  if (depth < cq_->size()) return ND_BUFFER_OVERFLOW;
+  try {
+    if (!cq_->Resize(depth)) return ND_BUFFER_OVERFLOW;
+  } catch (const std::bad_alloc&) {
+    return ND_INSUFFICIENT_RESOURCES;
+  }
   return ND_SUCCESS;
+}
+
+void CompletionQueue::Trigger(HRESULT status) {
+  trigger_seq_ = pushed_;
+  ov_.CompleteAllTagged(kTagAny, status);
+  ov_.CompleteAllTagged(kTagSolicited, status);
+  ov_.CompleteAllTagged(kTagErrors, status);
 }
 
 void CompletionQueue::OnPush(const rc::Completion& c) {
   const bool error = c.status != rc::Status::kSuccess;
   const bool sol = c.solicited;
-  unseen_any_++;
-  if (sol || error) unseen_sol_or_err_++;
-  if (error) unseen_err_++;
-  // Every outstanding Notify that this completion satisfies completes.
-  ov_.CompleteAllTagged(kTagAny, ND_SUCCESS);
-  if (sol || error) ov_.CompleteAllTagged(kTagSolicited, ND_SUCCESS);
-  if (error) ov_.CompleteAllTagged(kTagErrors, ND_SUCCESS);
+  pushed_++;
+  if (sol || error) last_sol_or_err_ = pushed_;
+  if (error) last_err_ = pushed_;
+  // The queue is armed at the strongest kind outstanding (ANY over
+  // SOLICITED over ERRORS; errors satisfy every kind); an event releases
+  // every outstanding Notify.
+  if (ov_.HasTag(kTagAny) || ((sol || error) && ov_.HasTag(kTagSolicited)) || (error && ov_.HasTag(kTagErrors)))
+    Trigger(ND_SUCCESS);
+}
+
+void CompletionQueue::OnOverflow(const rc::Completion&) {
+  // A completion was lost: the queue is unusable (IND2CompletionQueue::Notify,
+  // ND_BUFFER_OVERFLOW); every outstanding Notify learns it now.
+  overrun_ = true;
+  Trigger(ND_BUFFER_OVERFLOW);
 }
 
 HRESULT CompletionQueue::Notify(ULONG type, OVERLAPPED* ov) {
@@ -71,14 +108,17 @@ HRESULT CompletionQueue::Notify(ULONG type, OVERLAPPED* ov) {
     return ND_INVALID_PARAMETER_1;
   if (!ov) return ND_INVALID_PARAMETER_2;
   // Armed under the engine lock: a completion pushed from now on finds it.
-  // One already queued and not yet returned by GetResults satisfies it at
-  // once (no lost wake-up between a GetResults that returned 0 and Notify).
+  // One pushed after the last event and after what GetResults has taken
+  // satisfies it at once (no lost wake-up between a GetResults that
+  // returned less than asked and Notify; no second wake-up for a completion
+  // that already triggered one).
   absl::MutexLock l(&adapter_->eng().mu());
-  const uint64_t pending = type == ND_CQ_NOTIFY_ANY        ? unseen_any_.load()
-                           : type == ND_CQ_NOTIFY_SOLICITED ? unseen_sol_or_err_.load()
-                                                            : unseen_err_.load();
+  if (overrun_) return ND_BUFFER_OVERFLOW;
+  const uint64_t last = type == ND_CQ_NOTIFY_ANY        ? pushed_
+                        : type == ND_CQ_NOTIFY_SOLICITED ? last_sol_or_err_
+                                                         : last_err_;
   const HRESULT h = ov_.Pend(ov, {}, type + 1);
-  if (pending) ov_.Complete(ov, ND_SUCCESS);
+  if (last > std::max(trigger_seq_, consumed_.load())) Trigger(ND_SUCCESS);
   return h;
 }
 
@@ -102,14 +142,11 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
     const uint32_t want = std::min<uint32_t>(64, n - got);
     const uint32_t k = cq_->Poll(cs, want);
     if (k == 0) break;
+    consumed_ += k;
     for (uint32_t i = 0; i < k; i++) {
       const rc::Completion& c = cs[i];
-      unseen_any_ = unseen_any_ > 0 ? unseen_any_ - 1 : 0;
-      if (c.solicited || c.status != rc::Status::kSuccess)
-        unseen_sol_or_err_ = unseen_sol_or_err_ > 0 ? unseen_sol_or_err_ - 1 : 0;
-      if (c.status != rc::Status::kSuccess) unseen_err_ = unseen_err_ > 0 ? unseen_err_ - 1 : 0;
       ND2_RESULT r{};
-      r.Status = ToHresult(c.status);
+      r.Status = ToHresult(c);
       r.BytesTransferred = c.bytes;
       r.QueuePairContext = reinterpret_cast<VOID*>(c.qp_context);
       r.RequestContext = reinterpret_cast<VOID*>(c.request_context);
@@ -122,7 +159,11 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
         inv.QueuePairContext = r.QueuePairContext;
         {
           absl::MutexLock l(&adapter_->eng().mu());
-          inv.RequestContext = static_cast<IND2MemoryWindow*>(adapter_->WindowByToken(c.inv_rkey));
+          MemoryWindow* w = adapter_->WindowByToken(c.inv_rkey);
+          // The window is unbound from now on (a later Invalidate of it is
+          // one of a window that is not bound).
+          if (w && w->token() == c.inv_rkey) w->SetUnbound();
+          inv.RequestContext = static_cast<IND2MemoryWindow*>(w);
         }
         inv.RequestType = Nd2RequestTypeInvalidate;
         if (got < n) results[got++] = inv;
@@ -140,12 +181,14 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
 SharedReceiveQueue::SharedReceiveQueue(Adapter* a, std::shared_ptr<OverlappedFile> f, ULONG depth, ULONG max_sge,
                                        ULONG threshold)
     : adapter_(a), ov_(std::move(f)), rq_(std::make_unique<rc::ReceiveQueue>(depth, max_sge)), max_sge_(max_sge),
-      threshold_(threshold) {
+      threshold_(threshold), affinity_(CallerAffinity()) {
   adapter_->AddRef();
   rq_->on_pop = [this] { CheckThreshold(); };  // the engine took a receive (its lock held)
 }
 
 SharedReceiveQueue::~SharedReceiveQueue() {
+  // Outstanding Notify requests complete ND_CANCELED. Queue pairs hold a
+  // reference: none uses the queue any more.
   ov_.CancelAll();
   adapter_->Release();
 }
@@ -162,35 +205,44 @@ HRESULT SharedReceiveQueue::QueryInterface(REFIID riid, void** ppv) {
 }
 
 HRESULT SharedReceiveQueue::GetNotifyAffinity(USHORT* group, KAFFINITY* affinity) {
-  if (!group) return ND_INVALID_PARAMETER_1;
-  if (!affinity) return ND_INVALID_PARAMETER_2;
+  if (!group || !affinity) return ND_INVALID_PARAMETER;
   *group = 0;
-  *affinity = ~KAFFINITY{0};
+  *affinity = affinity_;
   return ND_SUCCESS;
 }
 
 HRESULT SharedReceiveQueue::Modify(ULONG depth, ULONG threshold) {
+  // 0 leaves either value as it is.
+  if (depth > Limits::kMaxSrqDepth) return ND_INVALID_PARAMETER;
   absl::MutexLock l(&adapter_->eng().mu());
-  if (depth != 0 && depth != rq_->depth()) {
-    // The ring is shared with the engine; a different depth would need every
-    // QP on it quiesced. Only growing within the built capacity is offered.
-    if (depth > Limits::kMaxSrqDepth) return ND_INVALID_PARAMETER_1;
+  const ULONG new_depth = depth ? depth : rq_->depth();
+  if (threshold > new_depth) return ND_INVALID_PARAMETER;
+  if (depth && depth != rq_->depth()) {
+    // Fewer entries than receives outstanding: ND_BUFFER_OVERFLOW, the queue
+    // unchanged. The engine takes receives from this ring under the lock we
+    // hold: nothing is lost or reordered.
     if (depth < rq_->size()) return ND_BUFFER_OVERFLOW;
-    return ND_NOT_SUPPORTED;
+    try {
+      if (!rq_->Resize(depth)) return ND_BUFFER_OVERFLOW;
+    } catch (const std::bad_alloc&) {
+      return ND_INSUFFICIENT_RESOURCES;
+    }
   }
-  if (threshold > rq_->depth()) return ND_INVALID_PARAMETER_2;
-  if (threshold != 0) threshold_ = threshold;
+  if (threshold) threshold_ = threshold;
+  CheckThreshold();
   return ND_SUCCESS;
 }
 
 void SharedReceiveQueue::CheckThreshold() {
-  if (threshold_ && rq_->size() < threshold_) ov_.CompleteAllTagged(1, ND_SUCCESS);
+  // Level-triggered: Notify completes while fewer receives than the
+  // threshold are outstanding (0: notifications off).
+  if (threshold_ && rq_->size() < threshold_) ov_.CompleteAllTagged(kTagSrqNotify, ND_SUCCESS);
 }
 
 HRESULT SharedReceiveQueue::Notify(OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_1;
   absl::MutexLock l(&adapter_->eng().mu());
-  const HRESULT h = ov_.Pend(ov, {}, 1);
+  const HRESULT h = ov_.Pend(ov, {}, kTagSrqNotify);
   CheckThreshold();
   return h;
 }
@@ -199,8 +251,12 @@ HRESULT SharedReceiveQueue::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
   if (n > max_sge_) return ND_DATA_OVERRUN;
   if (n && !sge) return ND_INVALID_PARAMETER_2;
   rc::Sge s[Limits::kMaxSge];
-  for (ULONG i = 0; i < n; i++)
+  uint64_t total = 0;
+  for (ULONG i = 0; i < n; i++) {
     s[i] = {reinterpret_cast<uint64_t>(sge[i].Buffer), sge[i].BufferLength, sge[i].MemoryRegionToken};
+    total += sge[i].BufferLength;
+  }
+  if (total > Limits::kMaxTransfer) return ND_BUFFER_OVERFLOW;
   rc::RecvWr w;
   w.context = reinterpret_cast<uint64_t>(ctx);
   w.sge = s;

@@ -1,8 +1,53 @@
 // IND2MemoryRegion and IND2MemoryWindow over the stack's memory table: the
 // tokens are the keys on the wire (local token = L_Key, remote token = R_Key).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
 #include "nd2api/src/nd2.h"
 
 namespace roce::nd2 {
+
+namespace {
+// True if [addr, addr + len) is mapped, readable and (if `write`) writable
+// in this process: the stack reads and writes registered memory directly, so
+// a registration of memory that is not there (or read-only memory for
+// writing) would fault later, on the engine's thread. /proc/self/maps lists
+// the mappings in address order; the cost does not depend on the length.
+bool RangeMapped(uint64_t addr, uint64_t len, bool write) {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // cannot tell: the access checks of the wire still apply
+  std::string text;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  const uint64_t end = addr + len;
+  uint64_t cur = addr;
+  size_t pos = 0;
+  while (pos < text.size() && cur < end) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    const char* line = text.c_str() + pos;
+    char* p = nullptr;
+    const uint64_t lo = std::strtoull(line, &p, 16);
+    const uint64_t hi = (p && *p == '-') ? std::strtoull(p + 1, &p, 16) : 0;
+    pos = eol + 1;
+    if (!p || *p != ' ' || hi <= cur) continue;
+    if (lo > cur) return false;  // a hole
+    if (p[1] != 'r' || (write && p[2] != 'w')) return false;
+    cur = hi;
+  }
+  return cur >= end;
+}
+}  // namespace
 
 MemoryRegion::MemoryRegion(Adapter* a, std::shared_ptr<OverlappedFile> f) : adapter_(a), ov_(std::move(f)) {
   adapter_->AddRef();
@@ -10,9 +55,20 @@ MemoryRegion::MemoryRegion(Adapter* a, std::shared_ptr<OverlappedFile> f) : adap
 
 MemoryRegion::~MemoryRegion() {
   ov_.CancelAll();
-  if (registered_) {
+  {
     absl::MutexLock l(&adapter_->eng().mu());
-    adapter_->eng().rc().memory().DeregisterRegion(info_.handle);
+    if (registered_) {
+      // Released without Deregister: windows still bound to the region stop
+      // granting access now (the application may free the buffer next).
+      auto& mem = adapter_->eng().rc().memory();
+      adapter_->ForEachWindow([&](MemoryWindow* w) {
+        if (w->bound() && w->bound_region() == info_.handle) {
+          mem.InvalidateWindow(w->handle());
+          w->SetUnbound();
+        }
+      });
+      mem.DeregisterRegion(info_.handle);
+    }
   }
   adapter_->Release();
 }
@@ -33,41 +89,52 @@ HRESULT MemoryRegion::Register(const VOID* buf, SIZE_T len, ULONG flags, OVERLAP
   constexpr ULONG kKnown = ND_MR_FLAG_ALLOW_LOCAL_WRITE | ND_MR_FLAG_ALLOW_REMOTE_READ |
                            ND_MR_FLAG_ALLOW_REMOTE_WRITE | ND_MR_FLAG_RDMA_READ_SINK | ND_MR_FLAG_DO_NOT_SECURE_VM;
   if (flags & ~kKnown) return ND_INVALID_PARAMETER_3;
-  if (!buf) return ND_INVALID_PARAMETER;
-  if (len == 0) return ND_INVALID_BUFFER_SIZE;
-  if (len > Limits::kMaxRegistration) return ND_INVALID_PARAMETER;
+  const auto addr = reinterpret_cast<uint64_t>(buf);
+  if (!buf && len == 0) return ND_INVALID_PARAMETER;  // nd2-reference.md: Register(NULL, 0)
+  if (len == 0) return ND_INVALID_BUFFER_SIZE;         // Register(buf, 0)
+  if (len > Limits::kMaxRegistration) return ND_INVALID_PARAMETER;  // above MaxRegistrationSize
   uint32_t access = 0;
   if (flags & ND_MR_FLAG_ALLOW_LOCAL_WRITE) access |= mem::kLocalWrite;
   if ((flags & ND_MR_FLAG_ALLOW_REMOTE_WRITE) == ND_MR_FLAG_ALLOW_REMOTE_WRITE)
     access |= mem::kRemoteWrite | mem::kLocalWrite;
   if (flags & ND_MR_FLAG_ALLOW_REMOTE_READ) access |= mem::kRemoteRead;
   if (flags & ND_MR_FLAG_RDMA_READ_SINK) access |= mem::kReadSink;
-  mem::Result r;
+  // The buffer must be memory of this process (readable; writable if
+  // anything may write it): otherwise ND_ACCESS_VIOLATION, "the specified
+  // buffer or buffer size was not valid".
+  if (!buf || addr + len < addr ||
+      !RangeMapped(addr, len, (access & (mem::kLocalWrite | mem::kRemoteWrite | mem::kReadSink)) != 0))
+    return ND_ACCESS_VIOLATION;
   {
     absl::MutexLock l(&adapter_->eng().mu());
-    if (registered_) return ND_INVALID_DEVICE_STATE;
-    r = adapter_->eng().rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(buf), len, access, &info_);
-    registered_ = r == mem::Result::kOk;
+    if (registered_) return ND_INVALID_DEVICE_STATE;  // one buffer per region: Deregister first
+    const mem::Result r = adapter_->eng().rc().memory().RegisterRegion(addr, len, access, &info_);
+    if (r == mem::Result::kNoResources) return ND_INSUFFICIENT_RESOURCES;
+    if (r != mem::Result::kOk) return ND_INVALID_PARAMETER;
+    registered_ = true;
+    addr_ = addr;
+    length_ = len;
+    flags_ = flags;
   }
   // Pended and completed through the overlapped, as real providers do
   // (clients in completion-port mode wait for the packet).
   const HRESULT h = ov_.Pend(ov);
-  ov_.Complete(ov, r == mem::Result::kOk ? ND_SUCCESS : ND_INSUFFICIENT_RESOURCES);
+  ov_.Complete(ov, ND_SUCCESS);
   return h;
 }
 
 HRESULT MemoryRegion::Deregister(OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_1;
-  mem::Result r;
   {
     absl::MutexLock l(&adapter_->eng().mu());
     if (!registered_) return ND_INVALID_DEVICE_STATE;
-    r = adapter_->eng().rc().memory().DeregisterRegion(info_.handle);
-    if (r == mem::Result::kOk) registered_ = false;
+    const mem::Result r = adapter_->eng().rc().memory().DeregisterRegion(info_.handle);
+    if (r == mem::Result::kBusy) return ND_DEVICE_BUSY;  // a window is bound to it
+    if (r != mem::Result::kOk) return ND_UNSUCCESSFUL;
+    registered_ = false;
   }
-  if (r == mem::Result::kBusy) return ND_DEVICE_BUSY;  // a window is bound to it
   const HRESULT h = ov_.Pend(ov);
-  ov_.Complete(ov, r == mem::Result::kOk ? ND_SUCCESS : ND_UNSUCCESSFUL);
+  ov_.Complete(ov, ND_SUCCESS);
   return h;
 }
 
@@ -95,6 +162,11 @@ HRESULT MemoryWindow::QueryInterface(REFIID riid, void** ppv) {
   }
   *ppv = nullptr;
   return E_NOINTERFACE;
+}
+
+void MemoryWindow::RestoreToken(uint32_t token) {
+  token_ = token;
+  if (token_) adapter_->AddWindow(token_, this);
 }
 
 uint32_t MemoryWindow::NewToken() {

@@ -201,6 +201,10 @@ class Adapter final : public IND2Adapter {
   void AddWindow(uint32_t token, MemoryWindow* w) { windows_[token] = w; }
   void RemoveWindow(uint32_t token, MemoryWindow* w);
   MemoryWindow* WindowByToken(uint32_t token);
+  template <typename F>
+  void ForEachWindow(F&& f) {
+    for (auto& [token, w] : windows_) f(w);
+  }
   // Connectors waiting for the peer's MAC (ARP/NDP): advanced on every
   // engine pass (engine lock held).
   void AddResolving(Connector* c) { resolving_.push_back(c); }
@@ -223,6 +227,11 @@ class Adapter final : public IND2Adapter {
 };
 
 // ---- completion queue ----------------------------------------------------------------------------
+// The notify affinity CQs and SRQs report: processor group 0 and the CPUs the
+// calling thread may run on (Linux has no processor groups; notifications are
+// processed by whichever thread drives the engine, so no narrower set is true).
+KAFFINITY CallerAffinity();
+
 class CompletionQueue final : public IND2CompletionQueue {
  public:
   CompletionQueue(Adapter* a, std::shared_ptr<OverlappedFile> f, ULONG depth);
@@ -240,16 +249,25 @@ class CompletionQueue final : public IND2CompletionQueue {
   Adapter* adapter() { return adapter_; }
 
  private:
-  void OnPush(const rc::Completion& c);  // engine lock held
+  void OnPush(const rc::Completion& c);      // engine lock held
+  void OnOverflow(const rc::Completion& c);  // engine lock held
+  void Trigger(HRESULT status);              // engine lock held: completes every Notify
   RefCount ref_;
   Adapter* adapter_;
   OverlappedSet ov_;
   std::unique_ptr<rc::CompletionQueue> cq_;
+  KAFFINITY affinity_;
   std::mutex poll_mu_;                // one consumer at a time
   std::deque<ND2_RESULT> carry_;      // results made from one completion that did not fit
-  // Armed notifications: count of unseen completions of each kind since the
-  // queue was last drained (no lost wake-up between GetResults and Notify).
-  std::atomic<uint64_t> unseen_any_{0}, unseen_sol_or_err_{0}, unseen_err_{0};
+  // Notification (no lost wake-up, no double trigger). Completions are
+  // numbered 1, 2, ... as they are pushed; `consumed_` is the number
+  // GetResults has taken, `trigger_seq_` the number pushed when Notify
+  // requests last completed. A Notify completes at once if a completion of
+  // its kind was pushed after both; otherwise the next such push completes
+  // it (and every other outstanding Notify: one event releases them all).
+  uint64_t pushed_ = 0, last_sol_or_err_ = 0, last_err_ = 0, trigger_seq_ = 0;  // engine lock
+  std::atomic<uint64_t> consumed_{0};
+  bool overrun_ = false;              // engine lock: a completion did not fit; the CQ is unusable
 };
 
 // ---- shared receive queue -----------------------------------------------------------------------
@@ -268,6 +286,7 @@ class SharedReceiveQueue final : public IND2SharedReceiveQueue {
 
   rc::ReceiveQueue* rq() { return rq_.get(); }
   ULONG max_sge() const { return max_sge_; }
+
   Adapter* adapter() { return adapter_; }
   // After the engine consumed receives (engine lock held): Notify at the threshold.
   void CheckThreshold();
@@ -279,6 +298,7 @@ class SharedReceiveQueue final : public IND2SharedReceiveQueue {
   std::unique_ptr<rc::ReceiveQueue> rq_;
   ULONG max_sge_;
   std::atomic<ULONG> threshold_;
+  KAFFINITY affinity_;
 };
 
 // ---- memory ----------------------------------------------------------------------------------------
@@ -298,13 +318,18 @@ class MemoryRegion final : public IND2MemoryRegion {
   Adapter* adapter() { return adapter_; }
   bool registered() const { return registered_; }
   const mem::RegionInfo& info() const { return info_; }
+  uint64_t addr() const { return addr_; }
+  uint64_t length() const { return length_; }
+  ULONG flags() const { return flags_; }
 
  private:
   RefCount ref_;
   Adapter* adapter_;
   OverlappedSet ov_;
-  bool registered_ = false;
+  bool registered_ = false;   // engine lock
   mem::RegionInfo info_{};
+  uint64_t addr_ = 0, length_ = 0;
+  ULONG flags_ = 0;
 };
 
 class MemoryWindow final : public IND2MemoryWindow {
@@ -319,13 +344,31 @@ class MemoryWindow final : public IND2MemoryWindow {
   uint32_t handle() const { return handle_; }
   // Bind posts: the token the window will carry (valid from now on).
   uint32_t NewToken();  // engine lock held
+  // A Bind that was not posted: the window keeps its previous token.
+  void RestoreToken(uint32_t token);  // engine lock held
   uint32_t token() const { return token_; }
+  // Bound in posting order (engine lock held): set when a Bind is posted,
+  // cleared when an Invalidate is posted or the peer's SendAndInvalidate is
+  // reported by GetResults. An Invalidate of a window that is not bound
+  // completes ND_INVALID_DEVICE_REQUEST.
+  bool bound() const { return bound_; }
+  uint32_t bound_region() const { return bound_region_; }
+  void SetBound(uint32_t region) {
+    bound_ = true;
+    bound_region_ = region;
+  }
+  void SetUnbound() {
+    bound_ = false;
+    bound_region_ = 0;
+  }
 
  private:
   RefCount ref_;
   Adapter* adapter_;
   uint32_t handle_ = 0;
   uint32_t token_ = 0;
+  bool bound_ = false;
+  uint32_t bound_region_ = 0;
 };
 
 // ---- queue pair ----------------------------------------------------------------------------------
@@ -352,6 +395,7 @@ class QueuePair final : public IND2QueuePair, public IND2QueuePairSendAndInvalid
 
   Adapter* adapter() { return adapter_; }
   rc::QueuePair* rc_qp() { return qp_; }
+  bool has_srq() const { return srq_ != nullptr; }
   // The connector using this QP (a released QP disconnects it).
   void SetConnector(Connector* c) { connector_ = c; }
   Connector* connector() { return connector_; }

@@ -1,4 +1,6 @@
 // IND2QueuePair (and our SendAndInvalidate extension) over the RC core.
+#include <cstring>
+
 #include "nd2api/src/nd2.h"
 
 namespace roce::nd2 {
@@ -14,8 +16,13 @@ QueuePair::QueuePair(Adapter* a, CompletionQueue* rcq, CompletionQueue* icq, Sha
 HRESULT QueuePair::Init(const rc::QpCaps& caps) {
   caps_ = caps;
   absl::MutexLock l(&adapter_->eng().mu());
-  qp_ = adapter_->eng().CreateQp(caps, icq_->rc_cq(), rcq_->rc_cq(), srq_ ? srq_->rq() : nullptr,
-                                 reinterpret_cast<uint64_t>(ctx_));
+  try {
+    qp_ = adapter_->eng().CreateQp(caps, icq_->rc_cq(), rcq_->rc_cq(), srq_ ? srq_->rq() : nullptr,
+                                   reinterpret_cast<uint64_t>(ctx_));
+  } catch (const std::bad_alloc&) {
+    qp_ = nullptr;  // the stack's queues did not fit in memory
+  }
+  // No free queue pair slot, or no memory for the queues.
   if (!qp_) return ND_INSUFFICIENT_RESOURCES;
   // Init at once: receives may be posted before the connection exists.
   qp_->ToInit();
@@ -72,26 +79,45 @@ HRESULT QueuePair::Flush() {
 }
 
 namespace {
+// The request's SGEs in the stack's form; false if their total is more than
+// one message can carry (MaxTransferLength).
 bool ToSges(const ND2_SGE sge[], ULONG n, rc::Sge* out, uint64_t* total) {
   *total = 0;
   for (ULONG i = 0; i < n; i++) {
     out[i] = {reinterpret_cast<uint64_t>(sge[i].Buffer), sge[i].BufferLength, sge[i].MemoryRegionToken};
     *total += sge[i].BufferLength;
   }
-  return true;
+  return *total <= Limits::kMaxTransfer;
 }
 }  // namespace
 
 HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
                                  HRESULT bad_flags) {
   if (flags & ~allowed) return bad_flags;
-  if (n > caps_.max_send_sge) return ND_DATA_OVERRUN;
   if (n && !sge) return ND_INVALID_PARAMETER_2;
   rc::Sge s[Limits::kMaxSge];
-  uint64_t total;
-  ToSges(sge, n, s, &total);
-  if (total > Limits::kMaxTransfer) return ND_BUFFER_OVERFLOW;
-  if ((flags & ND_OP_FLAG_INLINE) && total > caps_.max_inline) return ND_INVALID_BUFFER_SIZE;
+  uint8_t inline_copy[Limits::kMaxInline];
+  if (flags & ND_OP_FLAG_INLINE) {
+    // Inline: the bytes are taken now, from any memory (the tokens are not
+    // used), and the SGE count is not limited by maxInitiatorRequestSge; only
+    // the total, by the queue pair's inline size.
+    uint64_t total = 0;
+    for (ULONG i = 0; i < n; i++) {
+      total += sge[i].BufferLength;
+      if (total > caps_.max_inline) return ND_BUFFER_OVERFLOW;
+    }
+    uint64_t off = 0;
+    for (ULONG i = 0; i < n; i++) {
+      if (sge[i].BufferLength) std::memcpy(inline_copy + off, sge[i].Buffer, sge[i].BufferLength);
+      off += sge[i].BufferLength;
+    }
+    s[0] = {reinterpret_cast<uint64_t>(inline_copy), static_cast<uint32_t>(total), 0};
+    n = total ? 1 : 0;
+  } else {
+    if (n > caps_.max_send_sge) return ND_DATA_OVERRUN;
+    uint64_t total;
+    if (!ToSges(sge, n, s, &total)) return ND_BUFFER_OVERFLOW;
+  }
   w.sge = s;
   w.num_sge = n;
   w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
@@ -147,7 +173,7 @@ HRESULT QueuePair::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
   if (n && !sge) return ND_INVALID_PARAMETER_2;
   rc::Sge s[Limits::kMaxSge];
   uint64_t total;
-  ToSges(sge, n, s, &total);
+  if (!ToSges(sge, n, s, &total)) return ND_BUFFER_OVERFLOW;
   rc::RecvWr w;
   w.context = reinterpret_cast<uint64_t>(ctx);
   w.sge = s;
@@ -171,44 +197,71 @@ T* OursOf(IUnknown* u, REFIID iid, Adapter* a) {
 
 HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, SIZE_T len, ULONG flags) {
   auto* region = OursOf<MemoryRegion, IND2MemoryRegion>(mr, IID_IND2MemoryRegion, adapter_);
-  if (!region || !region->registered()) return ND_INVALID_PARAMETER_2;
+  if (!region) return ND_INVALID_PARAMETER_2;
   auto* window = OursOf<MemoryWindow, IND2MemoryWindow>(mw, IID_IND2MemoryWindow, adapter_);
-  if (!window) return ND_INVALID_PARAMETER_3;
+  if (!window || !window->handle()) return ND_INVALID_PARAMETER_3;
   if (!buf) return ND_INVALID_PARAMETER_4;
   constexpr ULONG kAllowed =
       ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE;
-  if (flags & ~kAllowed) return ND_INVALID_PARAMETER_6;
+  // At least one of ALLOW_READ / ALLOW_WRITE (IND2QueuePair::Bind).
+  if ((flags & ~kAllowed) || !(flags & (ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE)))
+    return ND_INVALID_PARAMETER_6;
+  const auto addr = reinterpret_cast<uint64_t>(buf);
   rc::SendWr w;
   w.context = reinterpret_cast<uint64_t>(ctx);
   w.op = rc::WrOp::kBind;
   w.flags = flags & (rc::kSilentSuccess | rc::kReadFence);
   w.mw = window->handle();
-  w.mr = region->info().handle;
-  w.bind_addr = reinterpret_cast<uint64_t>(buf);
+  w.bind_addr = addr;
   w.bind_length = len;
   w.bind_access = ((flags & ND_OP_FLAG_ALLOW_READ) ? uint32_t{mem::kRemoteRead} : 0u) |
                   ((flags & ND_OP_FLAG_ALLOW_WRITE) ? uint32_t{mem::kRemoteWrite} : 0u);
   absl::MutexLock l(&adapter_->eng().mu());
+  if (!region->registered()) return ND_INVALID_PARAMETER_2;
+  // The region must allow what the window grants (ALLOW_WRITE needs a region
+  // with local write) and hold the whole window: ND_ACCESS_VIOLATION, and
+  // nothing is posted.
+  if ((flags & ND_OP_FLAG_ALLOW_WRITE) && !(region->flags() & ND_MR_FLAG_ALLOW_LOCAL_WRITE)) return ND_ACCESS_VIOLATION;
+  if (addr < region->addr() || len > region->length() || addr - region->addr() > region->length() - len)
+    return ND_ACCESS_VIOLATION;
+  w.mr = region->info().handle;
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
   // The window's token is valid as soon as Bind returns (ND2): allocated now.
+  const uint32_t old_token = window->token();
   w.bind_token = window->NewToken();
-  return PostHresult(qp_->PostSend(w));
+  const HRESULT h = PostHresult(qp_->PostSend(w));
+  if (h != ND_SUCCESS) {
+    // Not posted: the window keeps the token it had.
+    adapter_->RemoveWindow(w.bind_token, window);
+    window->RestoreToken(old_token);
+    return h;
+  }
+  // Flushed at once on a queue pair in error: the window stays as it was.
+  if (st == rc::QpState::kRts) window->SetBound(region->info().handle);
+  return h;
 }
 
 HRESULT QueuePair::Invalidate(VOID* ctx, IUnknown* mw, ULONG flags) {
   auto* window = OursOf<MemoryWindow, IND2MemoryWindow>(mw, IID_IND2MemoryWindow, adapter_);
-  if (!window) return ND_INVALID_PARAMETER_2;
+  if (!window || !window->handle()) return ND_INVALID_PARAMETER_2;
   if (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE)) return ND_INVALID_PARAMETER_3;
   rc::SendWr w;
   w.context = reinterpret_cast<uint64_t>(ctx);
   w.op = rc::WrOp::kInvalidate;
   w.flags = flags & (rc::kSilentSuccess | rc::kReadFence);
-  w.mw = window->handle();
   absl::MutexLock l(&adapter_->eng().mu());
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
-  return PostHresult(qp_->PostSend(w));
+  // A window that is not bound (in posting order): the request is posted on
+  // a handle the stack rejects, so it completes in its turn with
+  // ND_INVALID_DEVICE_REQUEST (status.cc) and, as any failed request, takes
+  // the connection down.
+  const bool bound = window->bound();
+  w.mw = bound ? window->handle() : 0;
+  const HRESULT h = PostHresult(qp_->PostSend(w));
+  if (h == ND_SUCCESS && st == rc::QpState::kRts) window->SetUnbound();
+  return h;
 }
 
 }  // namespace roce::nd2

@@ -340,12 +340,23 @@ class Cq {
     cq_ = nullptr;
   }
   IND2CompletionQueue* get() { return cq_; }
-  // The next result, polling, then waiting on a notification (the wait
+  // The next result: polled (each GetResults drives the adapter one pass)
+  // for up to kSpin, then waited for through a notification (the wait
   // drives the adapter and naps when nothing moves). False on a timeout.
+  // Polling first answers the peer at once (a ping step takes 2-10 ms
+  // against a TCG guest) and sees a completion in the pass that brought it,
+  // before frames that came just after it are read: a server's -C
+  // disconnect then leaves before the peer's DREQ, which follows the last
+  // ACK within microseconds, is handled (the crossed-DREQ case; a napping
+  // wait would read both at once). Blocking keeps a long wait cheap.
   bool Next(ND2_RESULT* r, int64_t timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    constexpr auto kSpin = std::chrono::milliseconds(50);
+    const auto now = std::chrono::steady_clock::now();
+    const auto deadline = now + std::chrono::milliseconds(timeout_ms);
+    const auto spin_end = now + kSpin;
     for (;;) {
       if (cq_->GetResults(r, 1) == 1) return true;
+      if (std::chrono::steady_clock::now() < spin_end) continue;
       if (!armed_) {
         const HRESULT h = cq_->Notify(ND_CQ_NOTIFY_ANY, &note_.ov);
         if (h != ND_PENDING && h != ND_SUCCESS) {

@@ -478,7 +478,11 @@ TEST_F(Nd2Adapter, OutOfMemoryGivesNoMemoryOrInsufficientResources) {
   void* big_cq = reinterpret_cast<void*>(1);
   void* big_qp = reinterpret_cast<void*>(1);
   void* big_srq = reinterpret_cast<void*>(1);
-  HRESULT h_cq, h_qp, h_srq, h_resize;
+  IND2SharedReceiveQueue* srq = nullptr;
+  ASSERT_EQ(a_->CreateSharedReceiveQueue(IID_IND2SharedReceiveQueue, file_, 4, info_.MaxReceiveSge, 0, 0, 0,
+                                         reinterpret_cast<void**>(&srq)),
+            ND_SUCCESS);
+  HRESULT h_cq, h_qp, h_srq, h_resize, h_modify;
   {
     rlimit cap = old;
     cap.rlim_cur = VmBytes() + (1u << 20);
@@ -490,6 +494,7 @@ TEST_F(Nd2Adapter, OutOfMemoryGivesNoMemoryOrInsufficientResources) {
     h_srq = a_->CreateSharedReceiveQueue(IID_IND2SharedReceiveQueue, file_, info_.MaxSharedReceiveQueueDepth,
                                          info_.MaxReceiveSge, 0, 0, 0, &big_srq);
     h_resize = cq->Resize(info_.MaxCompletionQueueDepth);
+    h_modify = srq->Modify(info_.MaxSharedReceiveQueueDepth, 0);
     ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);
   }
   EXPECT_EQ(h_cq, ND_NO_MEMORY);
@@ -499,6 +504,7 @@ TEST_F(Nd2Adapter, OutOfMemoryGivesNoMemoryOrInsufficientResources) {
   EXPECT_EQ(h_srq, ND_NO_MEMORY);
   EXPECT_EQ(big_srq, nullptr);
   EXPECT_EQ(h_resize, ND_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(h_modify, ND_INSUFFICIENT_RESOURCES);
   // Memory back: the same calls succeed.
   ASSERT_EQ(a_->CreateQueuePair(IID_IND2QueuePair, cq, cq, nullptr, info_.MaxReceiveQueueDepth,
                                 info_.MaxInitiatorQueueDepth, info_.MaxReceiveSge, info_.MaxInitiatorSge,
@@ -506,6 +512,8 @@ TEST_F(Nd2Adapter, OutOfMemoryGivesNoMemoryOrInsufficientResources) {
             ND_SUCCESS);
   static_cast<IND2QueuePair*>(big_qp)->Release();
   EXPECT_EQ(cq->Resize(info_.MaxCompletionQueueDepth), ND_SUCCESS);
+  EXPECT_EQ(srq->Modify(info_.MaxSharedReceiveQueueDepth, 0), ND_SUCCESS);
+  srq->Release();
   cq->Release();
 }
 #endif

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <type_traits>
 
@@ -14,6 +15,8 @@
 #include <absl/strings/numbers.h>
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_split.h>
+#include <absl/strings/strip.h>
+#include <absl/strings/ascii.h>
 
 #include "stack/port/profile.h"
 
@@ -52,13 +55,47 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
     return absl::NotFoundError(absl::StrCat("ND2 configuration ", path, " not found: ", std::strerror(errno),
                                             " (set ND2_CONFIG to an INI file with an [adapter...] section)"));
   if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  rte_cfgfile_parameters params{};
-  params.comment_character = ';';
-  rte_cfgfile* cfg = rte_cfgfile_load_with_params(path.c_str(), 0, &params);
-  if (!cfg)
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a valid INI file (unreadable, a line outside [section]s, or a line that is "
-                           "neither [section] nor key = value)"));
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot be read: ", std::strerror(errno)));
+  // The syntax is checked here, line by line (rte_cfgfile's loader skips what
+  // it cannot parse); the entries go into an rte_cfgfile.
+  rte_cfgfile* cfg = rte_cfgfile_create(0);
+  if (!cfg) return absl::ResourceExhaustedError(absl::StrCat(path, ": out of memory"));
+  std::vector<std::vector<int>> lines;  // per section, per entry: its line
+  std::string line, section;
+  for (int no = 1; std::getline(in, line); no++) {
+    auto syntax = [&](const std::string& why) {
+      rte_cfgfile_close(cfg);
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", no, ": ", why, ": ", line));
+    };
+    std::string t(absl::StripAsciiWhitespace(line));
+    if (t.empty() || t[0] == ';' || t[0] == '#') continue;
+    if (t[0] == '[') {
+      if (t.back() != ']' || t.size() < 3 || t.size() - 2 >= CFG_NAME_LEN)
+        return syntax("not a valid INI line (a [section] name is 1..63 characters)");
+      section = t.substr(1, t.size() - 2);
+      if (rte_cfgfile_has_section(cfg, section.c_str()))
+        return syntax(absl::StrCat("section [", section, "] appears twice"));
+      if (rte_cfgfile_add_section(cfg, section.c_str()) != 0) return syntax("out of memory");
+      lines.emplace_back();
+      continue;
+    }
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos) return syntax("not a valid INI line (expected key = value or [section])");
+    if (section.empty()) return syntax("not a valid INI line (key = value before any [section])");
+    std::string key(absl::StripAsciiWhitespace(t.substr(0, eq)));
+    std::string value = t.substr(eq + 1);
+    if (const size_t c = value.find(';'); c != std::string::npos) value.resize(c);  // a trailing comment
+    value = std::string(absl::StripAsciiWhitespace(value));
+    if (key.empty() || key.size() >= CFG_NAME_LEN || value.size() >= CFG_VALUE_LEN)
+      return syntax("not a valid INI line (a key of 1..63 characters, a value of at most 255)");
+    if (rte_cfgfile_has_entry(cfg, section.c_str(), key.c_str()))
+      return syntax(key == "ip" || key == "ip6"
+                        ? absl::StrCat("[", section, "] a second ", key, " (an adapter has one IPv4 and one IPv6 address)")
+                        : absl::StrCat("[", section, "] ", key, " is set twice"));
+    if (rte_cfgfile_add_entry(cfg, section.c_str(), key.c_str(), value.c_str()) != 0) return syntax("out of memory");
+    lines.back().push_back(no);
+  }
   Nd2Config out;
   out.path = path;
   absl::Status err;
@@ -80,11 +117,12 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
     const int n = rte_cfgfile_section_num_entries(cfg, sec.c_str());
     std::vector<rte_cfgfile_entry> entries(static_cast<size_t>(std::max(n, 0)));
     rte_cfgfile_section_entries(cfg, sec.c_str(), entries.data(), n);
-    bool have_v4 = false, have_v6 = false;
-    for (const rte_cfgfile_entry& e : entries) {
+    for (size_t ei = 0; ei < entries.size(); ei++) {
+      const rte_cfgfile_entry& e = entries[ei];
       const std::string k = e.name, v = e.value;
+      const int no = ei < lines[s].size() ? lines[s][ei] : 0;
       auto bad = [&](const std::string& why) {
-        err = absl::InvalidArgumentError(absl::StrCat(path, ": [", sec, "] ", k, " = ", v, ": ", why));
+        err = absl::InvalidArgumentError(absl::StrCat(path, ":", no, ": [", sec, "] ", k, " = ", v, ": ", why));
       };
       auto number = [&](uint32_t lo, uint32_t hi, auto* field, const char* what) {
         uint32_t x;
@@ -113,13 +151,10 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
         if (v.find('/') == std::string::npos || !pfx.ok() || pfx->addr.IsV4() == v6) {
           bad(v6 ? "an IPv6 address with its prefix length, e.g. fd00::10/64"
                  : "an IPv4 address with its prefix length, e.g. 198.18.0.10/24");
-        } else if ((v6 ? have_v6 : have_v4)) {
-          bad(absl::StrCat("a second ", k, " (an adapter has one IPv4 and one IPv6 address)"));
         } else {
           const std::string addr = pfx->addr.ToString();
           auto [it, fresh] = owner.emplace(addr, sec);
           if (!fresh) bad(absl::StrCat("already the address of [", it->second, "]"));
-          (v6 ? have_v6 : have_v4) = true;
           a.ips.push_back(v);
         }
       } else if (k == "mtu") {

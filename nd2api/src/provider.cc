@@ -211,7 +211,7 @@ HRESULT Provider::OpenAdapter(REFIID iid, UINT64 id, VOID** pp) {
   for (auto& a : adapters_)
     if (a->id() == id) return a->QueryInterface(iid, pp);
   *pp = nullptr;
-  return ND_INVALID_PARAMETER_2;
+  return ND_INVALID_PARAMETER;  // an ID no ResolveAddress returned
 }
 
 bool Provider::PollInline() {

@@ -927,6 +927,17 @@ void ConnectionManager::OnRej(const RocePacket& p, const CmRej& m, uint64_t now)
       counters.dropped_stale++;
       return;
   }
+  if (c->info.state == ConnState::kReqReceived) {
+    // Abandoned before the application took it: off the listener's backlog
+    // (it must not refuse live requests), and forgotten once closed.
+    if (auto l = listeners_.find(c->listener); l != listeners_.end()) {
+      auto& q = l->second.pending;
+      if (auto it = std::find(q.begin(), q.end(), c->id); it != q.end()) {
+        q.erase(it);
+        c->released = true;
+      }
+    }
+  }
   const bool was_established = c->info.state == ConnState::kEstablished;
   const bool attempt = c->info.state == ConnState::kReqSent || c->info.state == ConnState::kMraReceived;
   c->info.reject_reason = m.reason;

@@ -1,6 +1,7 @@
 // IND2MemoryRegion and IND2MemoryWindow over the stack's memory table: the
 // tokens are the keys on the wire (local token = L_Key, remote token = R_Key).
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,12 +13,64 @@
 namespace roce::nd2 {
 
 namespace {
+// Linux's PROCMAP_QUERY (6.11+, linux/fs.h; the headers of older systems lack
+// it): asks /proc/self/maps for the mapping that covers one address, in
+// O(log n), where reading the whole file costs ~0.4 ms per thousand mappings
+// (a DPDK process has over a thousand).
+struct ProcmapQuery {
+  uint64_t size;
+  uint64_t query_flags;
+  uint64_t query_addr;
+  uint64_t vma_start;
+  uint64_t vma_end;
+  uint64_t vma_flags;
+  uint64_t vma_page_size;
+  uint64_t vma_offset;
+  uint64_t inode;
+  uint32_t dev_major;
+  uint32_t dev_minor;
+  uint32_t vma_name_size;
+  uint32_t build_id_size;
+  uint64_t vma_name_addr;
+  uint64_t build_id_addr;
+};
+constexpr unsigned long kProcmapQuery = _IOWR('f', 17, ProcmapQuery);
+constexpr uint64_t kVmaReadable = 0x1, kVmaWritable = 0x2;
+
+int MapsFd() {
+  static const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  return fd;
+}
+
+// 1: the range is mapped with the rights; 0: it is not; -1: PROCMAP_QUERY is
+// not available.
+int RangeMappedByQuery(uint64_t addr, uint64_t end, bool write) {
+  const int fd = MapsFd();
+  if (fd < 0) return -1;
+  for (uint64_t cur = addr; cur < end;) {
+    ProcmapQuery q{};
+    q.size = sizeof q;
+    q.query_addr = cur;
+    if (ioctl(fd, kProcmapQuery, &q) != 0) {
+      if (errno == ENOENT) return 0;  // nothing mapped at cur
+      return -1;                      // ENOTTY / EINVAL: an older kernel
+    }
+    if (q.vma_start > cur || q.vma_end <= cur) return 0;
+    if (!(q.vma_flags & kVmaReadable) || (write && !(q.vma_flags & kVmaWritable))) return 0;
+    cur = q.vma_end;
+  }
+  return 1;
+}
+
 // True if [addr, addr + len) is mapped, readable and (if `write`) writable
 // in this process: the stack reads and writes registered memory directly, so
 // a registration of memory that is not there (or read-only memory for
-// writing) would fault later, on the engine's thread. /proc/self/maps lists
-// the mappings in address order; the cost does not depend on the length.
+// writing) would fault later, on the engine's thread. Without PROCMAP_QUERY,
+// /proc/self/maps is read (the mappings in address order).
 bool RangeMapped(uint64_t addr, uint64_t len, bool write) {
+  const uint64_t end = addr + len;
+  const int q = RangeMappedByQuery(addr, end, write);
+  if (q >= 0) return q == 1;
   const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return true;  // cannot tell: the access checks of the wire still apply
   std::string text;
@@ -29,7 +82,6 @@ bool RangeMapped(uint64_t addr, uint64_t len, bool write) {
     text.append(buf, static_cast<size_t>(n));
   }
   close(fd);
-  const uint64_t end = addr + len;
   uint64_t cur = addr;
   size_t pos = 0;
   while (pos < text.size() && cur < end) {

@@ -101,6 +101,9 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
     // Inline: the bytes are taken now, from any memory (the tokens are not
     // used), and the SGE count is not limited by maxInitiatorRequestSge; only
     // the total, by the queue pair's inline size.
+    // More SGEs than both limits cannot be a sensible inline request (each
+    // non-empty one carries a byte at least).
+    if (n > caps_.max_send_sge && n > caps_.max_inline) return ND_DATA_OVERRUN;
     uint64_t total = 0;
     for (ULONG i = 0; i < n; i++) {
       total += sge[i].BufferLength;

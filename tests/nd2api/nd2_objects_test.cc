@@ -279,6 +279,13 @@ TEST_P(Nd2Qp, InlineSendAndWrite) {
             ND_BUFFER_OVERFLOW);
   // Without INLINE the SGE limit holds.
   EXPECT_EQ(p.a.qp->Send(nullptr, s, 2, 0), ND_DATA_OVERRUN);
+  // Inline, the count is bounded by the inline size (64 here): 65 empty SGEs are refused.
+  std::vector<ND2_SGE> empty(65, ND2_SGE{parts[0], 0, 0});
+  EXPECT_EQ(p.a.qp->Send(nullptr, empty.data(), 65, ND_OP_FLAG_INLINE), ND_DATA_OVERRUN);
+  ASSERT_EQ(p.b.PostReceive(nullptr, 0, 8), ND_SUCCESS);
+  EXPECT_EQ(p.a.qp->Send(reinterpret_cast<void*>(10), empty.data(), 64, ND_OP_FLAG_INLINE), ND_SUCCESS);
+  EXPECT_EQ(p.a.NextI().RequestContext, reinterpret_cast<void*>(10));
+  EXPECT_EQ(p.b.NextR().BytesTransferred, 0u);
 }
 
 // ND_OP_FLAG_SILENT_SUCCESS: no result when the request succeeds, one when it fails.

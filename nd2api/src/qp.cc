@@ -241,7 +241,15 @@ HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, 
     return h;
   }
   // Flushed at once on a queue pair in error: the window stays as it was.
-  if (st == rc::QpState::kRts) window->SetBound(region->info().handle);
+  if (st == rc::QpState::kRts) {
+    window->SetBound(region->info().handle);
+    // Nothing before it in the initiator queue: bound now, so the token
+    // works as soon as Bind returns (nd2-reference.md), whoever the peer
+    // learns it from. The request still runs in its turn (binding again to
+    // the same range is a no-op) and completes as usual.
+    if (qp_->outstanding_sends() == 1)
+      adapter_->eng().rc().memory().BindWindow(w.mw, w.bind_token, w.mr, w.bind_addr, w.bind_length, w.bind_access);
+  }
   return h;
 }
 

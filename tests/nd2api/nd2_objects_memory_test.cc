@@ -302,6 +302,25 @@ TEST_P(Nd2Memory, WindowBindAccessInvalidate) {
   w->Release();
 }
 
+// The token works as soon as Bind returns (here: the peer writes with it at
+// once, before the Bind's result is looked at, with SILENT_SUCCESS: no result at all).
+TEST_P(Nd2Memory, WindowTokenWorksAsSoonAsBindReturns) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.Open());
+  for (int round = 0; round < 3; round++) {
+    IND2MemoryWindow* w = NewWindow(p.b.adapter);
+    ASSERT_EQ(p.b.qp->Bind(nullptr, p.b.mr, w, p.b.buf.data() + 4096 * round, 4096,
+                           ND_OP_FLAG_ALLOW_WRITE | ND_OP_FLAG_SILENT_SUCCESS),
+              ND_SUCCESS);
+    std::memset(p.a.buf.data(), 'a' + round, 4096);
+    Access r = RemoteAccess(p, true, p.b.Va(4096 * round), 4096, w->GetRemoteToken());
+    EXPECT_EQ(r.initiator, ND_SUCCESS);
+    EXPECT_EQ(p.b.buf[4096 * round + 4095], 'a' + round);
+    EXPECT_TRUE(Drain(p.b.icq, 20).empty());
+    w->Release();
+  }
+}
+
 // What a window grants: its rights and its range, nothing more.
 TEST_P(Nd2Memory, WindowRightsAndBounds) {
   struct Case {

@@ -474,7 +474,8 @@ typedef struct _ND2_ADAPTER_DIAGNOSTICS {
   // Held now (a released IND2QueuePair's queue pair is destroyed at once; its number then
   // waits in quarantine before a new queue pair may use it, 2 s).
   UINT64 QueuePairs;          // queue pairs in use
-  UINT64 QuarantinedQpns;     // numbers of destroyed queue pairs not yet reusable
+  UINT64 QuarantinedQpns;     // numbers of destroyed queue pairs held back from reuse (those
+                              // whose 2 s are over leave when a queue pair is next created)
   UINT64 Connections;         // connections the connection manager tracks (time-wait included)
   UINT64 BoundPorts;          // ND ports bound (connectors, listeners, connections)
   UINT64 MemoryRegions;       // registered memory regions

@@ -239,7 +239,7 @@ inline bool ArgIs(const char* a, const char* s, const char* alt = nullptr) {
   return strcmp(a, s) == 0 || (alt && strcmp(a, alt) == 0);
 }
 
-void OnAlarm(int);
+inline void OnAlarm(int);
 
 inline Options ParseArgs(const ProgramInfo& p, int argc, char** argv) {
   g_prog = p.name;

@@ -1005,6 +1005,80 @@ TEST_P(Nd2Connect, GetOverlappedResultWaits) {
   s.Close();
 }
 
+// Bad arguments get a status, never a crash: NULL pointers where the pages
+// require one, a sockaddr too short or of another family, objects of the other
+// adapter or of the wrong kind.
+TEST_P(Nd2Connect, BadArgumentsGetTheirStatus) {
+  Process p("nd2conn", thread());
+  ASSERT_TRUE(p.started());
+  Side c, s;
+  ASSERT_NO_FATAL_FAILURE(c.Open("10.0.0.1"));
+  ASSERT_NO_FATAL_FAILURE(s.Open("10.0.0.2"));
+  sockaddr_in a = V4("10.0.0.1", 0), dest = V4("10.0.0.2", kPort);
+  sockaddr un{};
+  un.sa_family = AF_UNIX;
+  OVERLAPPED ov{};
+  ULONG len = 64;
+  char buf[64];
+  // Connector.
+  EXPECT_HR(c.conn->Bind(nullptr, sizeof a), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->Bind(Sa(a), 4), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->Bind(&un, sizeof un), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->Connect(nullptr, Sa(dest), sizeof dest, 0, 0, nullptr, 0, &ov), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->Connect(s.qp, Sa(dest), sizeof dest, 0, 0, nullptr, 0, &ov), ND_INVALID_PARAMETER_1);  // other adapter
+  EXPECT_HR(c.conn->Connect(c.cq, Sa(dest), sizeof dest, 0, 0, nullptr, 0, &ov), ND_INVALID_PARAMETER_1);  // not a QP
+  EXPECT_HR(c.conn->Connect(c.qp, nullptr, sizeof dest, 0, 0, nullptr, 0, &ov), ND_INVALID_PARAMETER_2);
+  EXPECT_HR(c.conn->Connect(c.qp, Sa(dest), sizeof dest, 0, 0, nullptr, 0, nullptr), ND_INVALID_PARAMETER_8);
+  EXPECT_HR(c.conn->CompleteConnect(nullptr), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->Accept(nullptr, 0, 0, nullptr, 0, &ov), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->Accept(c.qp, 0, 0, nullptr, 0, nullptr), ND_INVALID_PARAMETER_6);
+  EXPECT_HR(c.conn->NotifyDisconnect(nullptr), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->Disconnect(nullptr), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(c.conn->GetPrivateData(buf, nullptr), ND_INVALID_PARAMETER_2);
+  EXPECT_HR(c.conn->GetLocalAddress(reinterpret_cast<sockaddr*>(buf), nullptr), ND_INVALID_PARAMETER_2);
+  EXPECT_HR(c.conn->GetPeerAddress(reinterpret_cast<sockaddr*>(buf), nullptr), ND_INVALID_PARAMETER_2);
+  EXPECT_HR(c.conn->GetOverlappedResult(nullptr, FALSE), ND_INVALID_PARAMETER);
+  void* pv = nullptr;
+  EXPECT_HR(c.conn->QueryInterface(IID_IND2Listener, &pv), E_NOINTERFACE);
+  EXPECT_EQ(pv, nullptr);
+  EXPECT_HR(c.conn->QueryInterface(IID_IND2Overlapped, nullptr), E_POINTER);
+  ASSERT_HR(c.conn->QueryInterface(IID_IND2Overlapped, &pv), ND_SUCCESS);
+  EXPECT_EQ(pv, static_cast<void*>(static_cast<IND2Overlapped*>(c.conn)));
+  static_cast<IND2Overlapped*>(pv)->Release();
+  // Listener.
+  Owned<IND2Listener> l;
+  ASSERT_HR(c.adapter->CreateListener(IID_IND2Listener, c.file, l.pv()), ND_SUCCESS);
+  EXPECT_HR(l->Bind(nullptr, sizeof a), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(l->Bind(&un, sizeof un), ND_INVALID_PARAMETER_1);
+  sockaddr_in la = V4("10.0.0.1", kPort);
+  ASSERT_HR(l->Bind(Sa(la), sizeof la), ND_SUCCESS);
+  ASSERT_HR(l->Listen(0), ND_SUCCESS);
+  EXPECT_HR(l->GetConnectionRequest(nullptr, &ov), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(l->GetConnectionRequest(s.conn, &ov), ND_INVALID_PARAMETER_1);  // other adapter
+  EXPECT_HR(l->GetConnectionRequest(c.qp, &ov), ND_INVALID_PARAMETER_1);    // not a connector
+  EXPECT_HR(l->GetConnectionRequest(c.conn, nullptr), ND_INVALID_PARAMETER_2);
+  EXPECT_HR(l->GetLocalAddress(reinterpret_cast<sockaddr*>(buf), nullptr), ND_INVALID_PARAMETER_2);
+  EXPECT_HR(l->QueryInterface(IID_IND2Connector, &pv), E_NOINTERFACE);
+  // The helpers and the provider.
+  EXPECT_HR(NdQueryAddressList(0, nullptr, nullptr), ND_INVALID_PARAMETER_3);
+  EXPECT_HR(NdResolveAddress(Sa(dest), sizeof dest, reinterpret_cast<sockaddr*>(buf), nullptr),
+            ND_INVALID_PARAMETER_4);
+  EXPECT_HR(NdResolveAddress(nullptr, sizeof dest, reinterpret_cast<sockaddr*>(buf), nullptr),
+            ND_INVALID_PARAMETER_1);
+  EXPECT_HR(NdCheckAddress(nullptr, 0), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(NdOpenAdapter(IID_IND2Adapter, Sa(a), sizeof a, nullptr), ND_INVALID_PARAMETER_3);
+  auto get = reinterpret_cast<DllGetClassObjectFn>(dlsym(RTLD_DEFAULT, "DllGetClassObject"));
+  ASSERT_NE(get, nullptr);
+  EXPECT_HR(get(IID_IND2Provider, IID_IND2Provider, nullptr), E_POINTER);
+  Owned<IND2Provider> prov;
+  ASSERT_HR(get(IID_IND2Provider, IID_IND2Provider, prov.pv()), ND_SUCCESS);
+  EXPECT_HR(prov->QueryAddressList(nullptr, nullptr), ND_INVALID_PARAMETER);
+  EXPECT_HR(prov->ResolveAddress(Sa(a), sizeof a, nullptr), ND_INVALID_PARAMETER_3);
+  EXPECT_HR(prov->ResolveAddress(nullptr, sizeof a, nullptr), ND_INVALID_PARAMETER_1);
+  EXPECT_HR(prov->OpenAdapter(IID_IND2Adapter, 1, nullptr), ND_INVALID_PARAMETER_3);
+  (void)len;
+}
+
 INSTANTIATE_TEST_SUITE_P(Progress, Nd2Connect, ::testing::Values(false, true),
                          [](const auto& i) { return i.param ? "ProgressThread" : "Inline"; });
 

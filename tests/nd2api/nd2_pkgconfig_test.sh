@@ -14,6 +14,9 @@ build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 prog=$3
 cxx=${CXX:-c++}
+# A sanitized libnd2 (build-asan) needs its runtime first in the program too.
+san=""
+case "${ND2_SANITIZE:-none}" in none|"") ;; *) san="-fsanitize=$ND2_SANITIZE" ;; esac
 tmp=$(mktemp -d /tmp/nd2_pkgconfig.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -49,7 +52,7 @@ flags=$(PKG_CONFIG_PATH="$build/meson-uninstalled" pkg-config --cflags --libs nd
   fail "pkg-config found no nd2 in $build/meson-uninstalled"
 echo "build tree: pkg-config --cflags --libs nd2 = $flags"
 # shellcheck disable=SC2086
-$cxx -std=c++17 -Wall -Wextra -Werror hello_nd2.cc $flags -o hello_uninstalled || fail "build-tree compile"
+$cxx -std=c++17 -Wall -Wextra -Werror $san hello_nd2.cc $flags -o hello_uninstalled || fail "build-tree compile"
 libdirs=$(PKG_CONFIG_PATH="$build/meson-uninstalled" pkg-config --libs-only-L nd2 | sed 's/-L//g; s/ \+/:/g; s/:$//')
 run hello_uninstalled "$libdirs" "$build"
 
@@ -69,7 +72,7 @@ case "$flags" in
   *"$src"*|*"$build"*) fail "the installed flags point into the source or build tree: $flags" ;;
 esac
 # shellcheck disable=SC2086
-$cxx -std=c++17 -Wall -Wextra -Werror hello_nd2.cc $flags -o hello_installed || fail "installed compile"
+$cxx -std=c++17 -Wall -Wextra -Werror $san hello_nd2.cc $flags -o hello_installed || fail "installed compile"
 libdirs=$(PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_LIBDIR=$(dirname "$pc") pkg-config --libs-only-L nd2 |
   sed 's/-L//g; s/ \+/:/g; s/:$//')
 run hello_installed "$libdirs" "$tmp/root"

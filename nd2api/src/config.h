@@ -23,8 +23,10 @@
 //   ephemeral_ports = 49152-65535    ; ports Bind(port 0) and Connect choose from
 //   rnr_retry       = 6              ; RNR retries before a Send with no receive posted at
 //                                    ; the peer completes ND_IO_TIMEOUT (0..7; 7 = forever)
-//   rnr_timer       = 18             ; the RNR NAK timer we ask peers to wait (IB code
-//                                    ; 1..31: 18 = 5.12 ms; 0 = 655 ms)
+//   rnr_timer       = 28             ; the RNR NAK timer we ask peers to wait (IB code
+//                                    ; 1..31: 28 = 164 ms; 0 = 655 ms). With rnr_retry 6
+//                                    ; a receiver may be ~1.1 s late posting a receive
+//                                    ; before the Send fails; a later Send waits 164 ms
 //   cm_drop_rx_dreqs = 0             ; CM fault injection for tests: the first N DREQs
 //   cm_drop_tx_dreqs = 0             ;   received are ignored / sent leave nothing on the
 //                                    ;   wire (retransmitted later), as if lost
@@ -59,7 +61,7 @@ struct AdapterConfig {
   uint16_t ephemeral_first = 49152, ephemeral_last = 65535;
   // Transport (what the CM negotiates for our QPs).
   uint8_t rnr_retry = 6;
-  uint8_t rnr_timer = 18;
+  uint8_t rnr_timer = 28;
   // Fault injection (tests): DREQs lost on receive / on send.
   uint32_t cm_drop_rx_dreqs = 0, cm_drop_tx_dreqs = 0;
 };

@@ -9,6 +9,7 @@
 //   OneBytePastAWindowOrRegion     Read / Write one byte past the end: ND_ACCESS_VIOLATION
 //   PrivateDataMaximaOnOneConnector 57 then 56 bytes (Connect), 149 then 148 (Accept)
 //   SendWithNoReceiveTimesOut      ND_IO_TIMEOUT at the sender within seconds; the peer sees nothing
+//   SendWaitsForALateReceive       a receive posted 0.3 s late still takes the Send (RNR retries)
 //   FlushOfAnUnconnectedQp         two zero-SGE receives, Flush: both ND_CANCELED, one Notify
 //   ReceiveFlushedWhenThePeerCloses  Disconnect, or release without it: ND_CANCELED
 //   RejectEitherWay                the server's Reject, the client's Reject after Connect
@@ -226,6 +227,26 @@ TEST_P(Nd2Memory, SendWithNoReceiveTimesOut) {
   EXPECT_TRUE(s_.Quiet(100));
   ASSERT_HR(s_.Recv(&s_, 0, 4096), ND_SUCCESS);
   EXPECT_TRUE(s_.Quiet(200));
+}
+
+// The other side of the RNR budget: a receive posted late, but within it,
+// takes the Send (the sender retried, it did not fail).
+TEST_P(Nd2Memory, SendWaitsForALateReceive) {
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  ASSERT_HR(c_.Send(nullptr, 0, 10), ND_SUCCESS);  // uses up the server's receive
+  ASSERT_TRUE(c_.Next());
+  ASSERT_TRUE(s_.Next());
+  std::strcpy(c_.buf.data() + 100, "late but taken");
+  ASSERT_HR(c_.Send(&c_, 100, 15), ND_SUCCESS);
+  Pump(300);
+  ASSERT_HR(s_.Recv(&s_, 0, 4096), ND_SUCCESS);
+  auto r = c_.Next();
+  ASSERT_TRUE(r);
+  EXPECT_HR(r->Status, ND_SUCCESS);
+  r = s_.Next();
+  ASSERT_TRUE(r);
+  EXPECT_HR(r->Status, ND_SUCCESS);
+  EXPECT_STREQ(s_.buf.data(), "late but taken");
 }
 
 TEST_P(Nd2Memory, FlushOfAnUnconnectedQp) {

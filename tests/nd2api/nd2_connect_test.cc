@@ -497,7 +497,7 @@ TEST_P(Nd2Connect, RefusedThenRetriedOnTheSameConnectorAndQp) {
   ASSERT_HR(c.adapter->CreateConnector(IID_IND2Connector, c.file, first.pv()), ND_SUCCESS);
   OVERLAPPED fov{};
   ASSERT_HR(first->Connect(qp2, Sa(dest), sizeof dest, 1, 1, nullptr, 0, &fov), ND_PENDING);
-  Pump(100);  // its request waits at the listener
+  Pump(300);  // its request waits at the listener
   EXPECT_HR(first->GetOverlappedResult(&fov, FALSE), ND_PENDING);
   ASSERT_HR(c.conn->Connect(c.qp, Sa(dest), sizeof dest, 1, 1, nullptr, 0, &c.ov), ND_PENDING);
   EXPECT_HR(Await(c.conn, &c.ov, ND_PENDING), ND_CONNECTION_REFUSED);
@@ -506,12 +506,12 @@ TEST_P(Nd2Connect, RefusedThenRetriedOnTheSameConnectorAndQp) {
   EXPECT_HR(Await(first, &fov, ND_PENDING, 0), ND_CANCELED);
   first.reset();
   qp2.reset();
-  Pump(100);  // its REJ reaches the listener: the abandoned request is not handed out
+  Pump(300);  // its REJ reaches the listener: the abandoned request is not handed out
   // The peer's Reject: ND_CONNECTION_REFUSED. (The abandoned request no
   // longer fills the backlog: this one waits instead of being refused.)
   OVERLAPPED lov{};
   ASSERT_HR(c.conn->Connect(c.qp, Sa(dest), sizeof dest, 1, 1, nullptr, 0, &c.ov), ND_PENDING);
-  Pump(100);
+  Pump(300);
   EXPECT_HR(c.conn->GetOverlappedResult(&c.ov, FALSE), ND_PENDING);
   ASSERT_HR(l->GetConnectionRequest(s.conn, &lov), ND_PENDING);
   ASSERT_HR(Await(l, &lov, ND_PENDING), ND_SUCCESS);
@@ -619,25 +619,40 @@ TEST_P(Nd2Connect, NoAnswerIsIoTimeout) {
   ASSERT_HR(c.conn->Connect(c.qp, Sa(dest), sizeof dest, 1, 1, nullptr, 0, &c.ov), ND_PENDING);
   EXPECT_HR(Await(c.conn, &c.ov, ND_PENDING), ND_IO_TIMEOUT);
   EXPECT_LT(NowMs() - t0, 5000u);
-  // The connector retries: taken this time.
-  OVERLAPPED lov{};
-  ASSERT_HR(l->GetConnectionRequest(s.conn, &lov), ND_PENDING);
-  ASSERT_HR(c.conn->Connect(c.qp, Sa(dest), sizeof dest, 1, 1, nullptr, 0, &c.ov), ND_PENDING);
-  ASSERT_HR(Await(l, &lov, ND_PENDING), ND_SUCCESS);
-  ASSERT_HR(s.conn->Accept(s.qp, 1, 1, nullptr, 0, &s.ov), ND_PENDING);
+  // The connector retries, with the same QP: to a listener of its own adapter
+  // this time (loopback), whose MRA asks the default 69 s, so the short CM
+  // timeouts above cannot race the test's Accept.
+  Owned<IND2Listener> own;
+  ASSERT_HR(c.adapter->CreateListener(IID_IND2Listener, c.file, own.pv()), ND_SUCCESS);
+  sockaddr_in self = V4("10.0.0.1", kPort);
+  ASSERT_HR(own->Bind(Sa(self), sizeof self), ND_SUCCESS);
+  ASSERT_HR(own->Listen(0), ND_SUCCESS);
+  Owned<IND2Connector> sc;
+  Owned<IND2QueuePair> sqp;
+  ASSERT_HR(c.adapter->CreateConnector(IID_IND2Connector, c.file, sc.pv()), ND_SUCCESS);
+  ASSERT_HR(c.adapter->CreateQueuePair(IID_IND2QueuePair, c.cq, c.cq, nullptr, 4, 4, 1, 1, 0, sqp.pv()),
+            ND_SUCCESS);
+  OVERLAPPED lov{}, sov{};
+  ASSERT_HR(own->GetConnectionRequest(sc, &lov), ND_PENDING);
+  ASSERT_HR(c.conn->Connect(c.qp, Sa(self), sizeof self, 1, 1, nullptr, 0, &c.ov), ND_PENDING);
+  ASSERT_HR(Await(own, &lov, ND_PENDING), ND_SUCCESS);
+  ASSERT_HR(sc->Accept(sqp, 1, 1, nullptr, 0, &sov), ND_PENDING);
   ASSERT_HR(Await(c.conn, &c.ov, ND_PENDING), ND_SUCCESS);
   ASSERT_HR(Await(c.conn, &c.ov, c.conn->CompleteConnect(&c.ov)), ND_SUCCESS);
-  ASSERT_HR(Await(s.conn, &s.ov, ND_PENDING), ND_SUCCESS);
+  ASSERT_HR(Await(sc, &sov, ND_PENDING), ND_SUCCESS);
+  sc.reset();
+  sqp.reset();
+  own.reset();
   l.reset();
   c.Close();
   s.Close();
 }
 
 // No provider timeout while the application has not called Accept or
-// CompleteConnect: with a CM that gives up after ~0.3 s without an answer
-// (cm_timeout = 14: 67 ms, 3 tries), the application waits 1.2 s before each.
+// CompleteConnect: with a CM that gives up after ~0.4 s without an answer
+// (cm_timeout = 15: 134 ms, 3 tries), the application waits 1.2 s before each.
 TEST_P(Nd2Connect, NoTimeoutBeforeAcceptOrCompleteConnect) {
-  Process p("nd2conn", thread(), "cm_timeout = 14\ncm_retries = 2\n", "cm_timeout = 14\ncm_retries = 2\n");
+  Process p("nd2conn", thread(), "cm_timeout = 15\ncm_retries = 2\n", "cm_timeout = 15\ncm_retries = 2\n");
   ASSERT_TRUE(p.started());
   Side c, s;
   ASSERT_NO_FATAL_FAILURE(c.Open("10.0.0.1"));
@@ -684,7 +699,7 @@ TEST_P(Nd2Connect, AcceptAndCompleteConnectTimeOut) {
   ASSERT_HR(s.conn->Accept(s.qp, 1, 1, nullptr, 0, &s.ov), ND_PENDING);
   ASSERT_HR(Await(c.conn, &c.ov, ND_PENDING), ND_SUCCESS);
   EXPECT_HR(Await(s.conn, &s.ov, ND_PENDING), ND_IO_TIMEOUT);
-  Pump(50);  // the REJ (timeout) reaches the client
+  Pump(300);  // the REJ (timeout), sent with the Accept's completion, reaches the client
   EXPECT_HR(c.conn->CompleteConnect(&c.ov), ND_IO_TIMEOUT);
   l.reset();
   c.Close();
@@ -710,7 +725,7 @@ TEST_P(Nd2Connect, AbandonedAttempts) {
   ASSERT_HR(Await(l, &lov, ND_PENDING), ND_SUCCESS);
   ASSERT_HR(c.conn->CancelOverlappedRequests(), ND_SUCCESS);
   EXPECT_HR(Await(c.conn, &c.ov, ND_PENDING, 0), ND_CANCELED);
-  Pump(100);  // the REJ reaches the server
+  Pump(300);  // the REJ reaches the server
   EXPECT_HR(s.conn->Accept(s.qp, 1, 1, nullptr, 0, &s.ov), ND_CONNECTION_ABORTED);
   EXPECT_HR(s.conn->Reject(nullptr, 0), ND_CONNECTION_ABORTED);
 
@@ -760,7 +775,7 @@ TEST_P(Nd2Connect, AbandonedAttempts) {
   ASSERT_HR(Await(c.conn, &c.ov, ND_PENDING), ND_SUCCESS);
   ASSERT_HR(s.conn->CancelOverlappedRequests(), ND_SUCCESS);
   EXPECT_HR(Await(s.conn, &s.ov, ND_PENDING, 0), ND_CANCELED);
-  Pump(100);  // the DREQ reaches the client
+  Pump(300);  // the DREQ reaches the client
   EXPECT_HR(c.conn->CompleteConnect(&x), ND_CONNECTION_ABORTED);
 
   // 5. The client releases its QP while Connect is pending: ND_CANCELED
@@ -775,7 +790,7 @@ TEST_P(Nd2Connect, AbandonedAttempts) {
   c.qp->Release();
   c.qp = nullptr;
   EXPECT_HR(Await(c.conn, &c.ov, ND_PENDING, 0), ND_CANCELED);
-  Pump(100);
+  Pump(300);
   EXPECT_HR(s.conn->Accept(s.qp, 1, 1, nullptr, 0, &s.ov), ND_CONNECTION_ABORTED);
 
   // 6. The server releases its QP while Accept is pending: ND_CANCELED.

@@ -108,7 +108,8 @@ void Usage(const char* argv0) {
                "\t--ip addr/len\tits address (required; repeat for IPv4 and IPv6)\n"
                "\t--profile P\ta drivers-cfg profile, a path or a name (default net_tap.ini)\n"
                "\t--iface NAME\tthe driver's interface (tap name, veth, ...)\n"
-               "\t--set section.key=value\toverride a profile key (repeatable)\n"
+               "\t--set section.key=value\toverride a profile key (repeatable); key=value without\n"
+               "\t\t\ta section: an ND2 adapter key (nd2api/src/config.h), e.g. burst=1\n"
                "\t--capture FILE\twrite every frame to a pcap\n"
                "Test extras:\n"
                "\t--cycles N\tclient: connect, ping -C times, disconnect; N times in one process,\n"
@@ -247,8 +248,8 @@ bool WriteConfig(const Options& o, std::string* path) {
   if (!o.capture.empty()) ok = ok && line("capture", o.capture);
   for (const std::string& s : o.sets) {
     const size_t eq = s.find('=');
-    if (eq == std::string::npos || s.substr(0, eq).find('.') == std::string::npos) {
-      std::fprintf(stderr, "rping: --set %s: not section.key=value\n", s.c_str());
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "rping: --set %s: not section.key=value or key=value\n", s.c_str());
       return false;
     }
     ok = ok && line(s.substr(0, eq), s.substr(eq + 1));

@@ -189,12 +189,14 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
           a.ephemeral_first = static_cast<uint16_t>(lo);
           a.ephemeral_last = static_cast<uint16_t>(hi);
         }
+      } else if (k == "burst") {
+        number(1, 64, &a.burst, "frames per engine pass");
       } else if (k.find('.') != std::string::npos) {
         a.overrides.push_back(k + "=" + v);
       } else {
         bad("unknown key (profile, iface, ip, ip6, mtu, capture, progress, cm_timeout, cm_retries, "
-            "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, cm_drop_rx_dreqs, cm_drop_tx_dreqs, or a "
-            "profile key section.key)");
+            "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, cm_drop_rx_dreqs, cm_drop_tx_dreqs, "
+            "burst, or a profile key section.key)");
       }
       if (!err.ok()) break;
     }

@@ -30,6 +30,9 @@
 //   cm_drop_rx_dreqs = 0             ; CM fault injection for tests: the first N DREQs
 //   cm_drop_tx_dreqs = 0             ;   received are ignored / sent leave nothing on the
 //                                    ;   wire (retransmitted later), as if lost
+//   burst = 32                       ; frames one engine pass receives (and sends) at most
+//                                    ; (1..64); 1: a pass reads one frame, so the caller
+//                                    ; sees each frame's effect before the next is read
 //   fault.rx_drop = 0.01             ; any other key "section.key" overrides that
 //                                    ; profile key (as rc-pingpong's --set)
 //
@@ -64,6 +67,7 @@ struct AdapterConfig {
   uint8_t rnr_timer = 28;
   // Fault injection (tests): DREQs lost on receive / on send.
   uint32_t cm_drop_rx_dreqs = 0, cm_drop_tx_dreqs = 0;
+  uint16_t burst = 32;  // the engine's RX/TX burst
 };
 
 struct Nd2Config {

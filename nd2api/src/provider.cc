@@ -315,6 +315,7 @@ HRESULT Provider::Startup() {
     eo.cm.ephemeral_last = a.ephemeral_last;
     eo.cm.drop_rx_dreqs = a.cm_drop_rx_dreqs;
     eo.cm.drop_tx_dreqs = a.cm_drop_tx_dreqs;
+    eo.burst = a.burst;
     auto host = tools::OpenStackHost(profiles[i], eo);
     if (!host.ok()) {
       delete prov;

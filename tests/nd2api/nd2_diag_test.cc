@@ -345,10 +345,11 @@ TEST_F(Nd2Diag, RejectReasons) {
 // cm_drop_tx_dreqs = 1 on adapter0 (the configuration key rping's
 // --cm-drop-tx-dreqs writes): its first DREQ leaves nothing on the wire, so
 // adapter1's DREQ finds it outstanding — a crossed disconnect, counted on
-// adapter0; both Disconnects complete.
+// adapter0; both Disconnects complete. (adapter0 also reads one frame per
+// engine pass, burst = 1, as rping's crossed-DREQ interop case runs it.)
 class Nd2DiagDropTx : public Nd2Diag {
  protected:
-  std::string Extra0() override { return "cm_drop_tx_dreqs = 1\n"; }
+  std::string Extra0() override { return "cm_drop_tx_dreqs = 1\nburst = 1\n"; }
 };
 
 TEST_F(Nd2DiagDropTx, CrossedDisconnect) {

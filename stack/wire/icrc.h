@@ -6,10 +6,12 @@
 // traffic class, flow label, hop limit (not the version nibble); UDP checksum;
 // BTH byte 4 (FECN, BECN, resv6).
 //
-// The computation is chained: Begin() hashes a masked copy of the (at most
-// 80) bytes of IP+UDP+BTH, Update() continues over further spans in place —
-// extension headers, payload segments of an mbuf chain, pad — without copying.
-// ISA-L's crc32_gzip_refl does the hashing (it takes a seed; rte_net_crc does not).
+// The computation is chained: Begin() hashes IP+UDP+BTH, Update() continues
+// over further spans — extension headers, payload segments of an mbuf chain,
+// pad. Nothing is copied: the masked fields become a change of the CRC's seed
+// (CRC-32 is affine in its input; icrc.cc), so the bytes are hashed where they
+// lie, and a contiguous packet costs one pass. ISA-L's crc32_gzip_refl does
+// the hashing (it takes a seed; rte_net_crc does not).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +26,10 @@ class Icrc {
   // only those bytes are consumed. Returns false (and leaves the state
   // unusable) if the span is too short or not IPv4/IPv6.
   bool Begin(ByteSpan ip_udp_bth);
-  // Number of bytes Begin consumed (IP header + 8 + 12).
+  // Like Begin, but hashes the whole span (IP + UDP + BTH + whatever follows:
+  // extension headers, an inline payload) in one pass; begun() is its size.
+  bool BeginAll(ByteSpan l3);
+  // Number of bytes Begin consumed (IP header + 8 + 12), or BeginAll's span size.
   size_t begun() const { return begun_; }
   void Update(ByteSpan more);
   uint32_t Value() const { return crc_; }

@@ -214,6 +214,7 @@ HRESULT SharedReceiveQueue::GetNotifyAffinity(USHORT* group, KAFFINITY* affinity
 HRESULT SharedReceiveQueue::Modify(ULONG depth, ULONG threshold) {
   // 0 leaves either value as it is.
   if (depth > Limits::kMaxSrqDepth) return ND_INVALID_PARAMETER;
+  absl::MutexLockMaybe pl(adapter_->inline_progress() ? nullptr : &post_mu_);
   absl::MutexLock l(&adapter_->eng().mu());
   const ULONG new_depth = depth ? depth : rq_->depth();
   if (threshold > new_depth) return ND_INVALID_PARAMETER;
@@ -261,6 +262,11 @@ HRESULT SharedReceiveQueue::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
   w.context = reinterpret_cast<uint64_t>(ctx);
   w.sge = s;
   w.num_sge = n;
+  if (!adapter_->inline_progress()) {
+    // The engine's thread takes receives from the other end of the ring.
+    absl::MutexLock pl(&post_mu_);
+    return PostHresult(rq_->Post(w));
+  }
   absl::MutexLock l(&adapter_->eng().mu());
   return PostHresult(rq_->Post(w));
 }

@@ -3,13 +3,20 @@
 // stay in this folder; the stack keeps its own statuses (status.h maps them).
 //
 // Threads and locks. An adapter is one port and its engine. Every call that
-// touches the stack takes the engine's lock (Engine::mu()); the engine's
-// callbacks (CQ pushes, CM events) run with it held and complete overlapped
-// requests from there (CompleteOverlapped takes no lock of ours across the
-// wait machinery). An object's own mutex (OverlappedSet) is never held while
-// the engine lock is taken. Progress: inline adapters are polled by the
-// thread in GetResults and by every thread blocked in a wait (the progress
-// hook of handle.h); thread adapters by their engine's own thread.
+// touches the stack takes the engine's lock (Engine::mu()) — except the data
+// path of a thread adapter: its queue pairs' Send/Write/Read/Receive go into
+// per-queue-pair single-producer rings (QueuePair::RingSend, post_ring.h) the
+// engine thread drains at the start of every pass, an SRQ's Receive into the
+// SRQ's own ring, and GetResults polls a single-consumer CQ ring; those take
+// only the object's own posting/polling mutex (one application thread at a
+// time per object), never the engine's. The engine's callbacks (CQ pushes,
+// CM events) run with its lock held and complete overlapped requests from
+// there (CompleteOverlapped takes no lock of ours across the wait machinery).
+// Lock order: an object's posting mutex (QueuePair / SRQ post_mu_), then the
+// engine lock; an object's OverlappedSet mutex is never held while the engine
+// lock is taken. Progress: inline adapters are polled by the thread in
+// GetResults and by every thread blocked in a wait (the progress hook of
+// handle.h); thread adapters by their engine's own thread.
 #pragma once
 
 #include <atomic>
@@ -295,6 +302,9 @@ class SharedReceiveQueue final : public IND2SharedReceiveQueue {
   RefCount ref_;
   Adapter* adapter_;
   OverlappedSet ov_;
+  // A thread adapter: Receive posts into rq_ (its producer side) under
+  // post_mu_, not the engine lock; Modify holds both (Resize needs both sides).
+  absl::Mutex post_mu_;
   std::unique_ptr<rc::ReceiveQueue> rq_;
   ULONG max_sge_;
   std::atomic<ULONG> threshold_;
@@ -403,6 +413,20 @@ class QueuePair final : public IND2QueuePair, public IND2QueuePairSendAndInvalid
  private:
   HRESULT PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
                         HRESULT bad_flags);
+  // Posting rings (a thread adapter; qp.cc): requests are checked and queued
+  // here by the posting thread, taken into the stack by whoever holds the
+  // engine lock (its thread at the start of every pass, or a poster that must
+  // come after them). Inline adapters post straight into the stack instead.
+  HRESULT RingSend(const rc::SendWr& w) ABSL_LOCKS_EXCLUDED(post_mu_);
+  HRESULT RingReceive(const rc::RecvWr& w) ABSL_LOCKS_EXCLUDED(post_mu_);
+  // Queue pair state allows initiator requests (connected, or in error: flushed).
+  bool InitiatorReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(post_mu_);
+  size_t DrainPosts();  // engine lock held
+  struct Drainer final : engine::PostSource {
+    explicit Drainer(QueuePair* q) : qp(q) {}
+    size_t DrainPosts() override { return qp->DrainPosts(); }
+    QueuePair* qp;
+  };
   RefCount ref_;
   Adapter* adapter_;
   CompletionQueue* rcq_;
@@ -412,6 +436,24 @@ class QueuePair final : public IND2QueuePair, public IND2QueuePairSendAndInvalid
   rc::QueuePair* qp_ = nullptr;
   rc::QpCaps caps_;
   Connector* connector_ = nullptr;
+  // ---- posting rings (thread adapters only) ----
+  bool rings_ = false;
+  Drainer drainer_{this};
+  // Application threads posting to this queue pair take turns here (the
+  // rings have one producer); never held while waiting for the engine lock
+  // except by Bind / Invalidate / Flush, which take it after this one.
+  absl::Mutex post_mu_;
+  // Requests ever queued (rings and direct), against the stack's retired /
+  // taken counts: the queue is full at caps_ depth, exactly as in the stack.
+  uint64_t sends_posted_ ABSL_GUARDED_BY(post_mu_) = 0;
+  uint64_t recvs_posted_ ABSL_GUARDED_BY(post_mu_) = 0;
+  bool ready_ ABSL_GUARDED_BY(post_mu_) = false;  // RTS or Error seen (never goes back)
+  std::unique_ptr<engine::SpscIndex> send_ring_, recv_ring_;
+  std::vector<rc::SendWr> send_wr_;      // per send slot
+  std::vector<rc::Sge> send_sge_;        // max_send_sge per send slot
+  std::vector<uint8_t> send_inline_;     // max_inline per send slot
+  std::vector<rc::RecvWr> recv_wr_;
+  std::vector<rc::Sge> recv_sge_;        // max_recv_sge per receive slot
 };
 
 // ---- connector / listener -----------------------------------------------------------------------

@@ -1,5 +1,7 @@
 // IND2QueuePair (and our SendAndInvalidate extension) over the RC core.
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "nd2api/src/nd2.h"
 
@@ -15,6 +17,24 @@ QueuePair::QueuePair(Adapter* a, CompletionQueue* rcq, CompletionQueue* icq, Sha
 
 HRESULT QueuePair::Init(const rc::QpCaps& caps) {
   caps_ = caps;
+  // A thread adapter: posting rings as deep as the queues (the credit checks
+  // keep them from filling), with room for each request's SGEs and inline bytes.
+  rings_ = !adapter_->inline_progress();
+  if (rings_) {
+    try {
+      const uint32_t sq = std::max<uint32_t>(caps.sq_depth, 1), rq = std::max<uint32_t>(caps.rq_depth, 1);
+      send_ring_ = std::make_unique<engine::SpscIndex>(sq);
+      recv_ring_ = std::make_unique<engine::SpscIndex>(srq_ ? 1 : rq);
+      const size_t ns = send_ring_->slots(), nr = recv_ring_->slots();
+      send_wr_.resize(ns);
+      send_sge_.resize(ns * std::max<uint32_t>(caps.max_send_sge, 1));
+      send_inline_.resize(ns * caps.max_inline);
+      recv_wr_.resize(nr);
+      recv_sge_.resize(nr * std::max<uint32_t>(caps.max_recv_sge, 1));
+    } catch (const std::bad_alloc&) {
+      return ND_INSUFFICIENT_RESOURCES;
+    }
+  }
   absl::MutexLock l(&adapter_->eng().mu());
   try {
     qp_ = adapter_->eng().CreateQp(caps, icq_->rc_cq(), rcq_->rc_cq(), srq_ ? srq_->rq() : nullptr,
@@ -26,12 +46,17 @@ HRESULT QueuePair::Init(const rc::QpCaps& caps) {
   if (!qp_) return ND_INSUFFICIENT_RESOURCES;
   // Init at once: receives may be posted before the connection exists.
   qp_->ToInit();
+  if (rings_) adapter_->eng().AddPostSource(&drainer_);
   return ND_SUCCESS;
 }
 
 QueuePair::~QueuePair() {
   if (qp_) {
     absl::MutexLock l(&adapter_->eng().mu());
+    if (rings_) {
+      adapter_->eng().RemovePostSource(&drainer_);
+      DrainPosts();
+    }
     // Flushed: everything outstanding completes ND_CANCELED in the CQs.
     if (qp_->state() != rc::QpState::kReset) qp_->ToError();
     adapter_->eng().DestroyQp(qp_);
@@ -74,6 +99,7 @@ HRESULT QueuePair::QueryInterface(REFIID riid, void** ppv) {
 
 HRESULT QueuePair::Flush() {
   absl::MutexLock l(&adapter_->eng().mu());
+  if (rings_) DrainPosts();  // what was posted before Flush is flushed too
   if (qp_->state() != rc::QpState::kReset && qp_->state() != rc::QpState::kError) qp_->ToError();
   return ND_SUCCESS;
 }
@@ -124,6 +150,7 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
   w.sge = s;
   w.num_sge = n;
   w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
+  if (rings_) return RingSend(w);
   absl::MutexLock l(&adapter_->eng().mu());
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
@@ -181,8 +208,90 @@ HRESULT QueuePair::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
   w.context = reinterpret_cast<uint64_t>(ctx);
   w.sge = s;
   w.num_sge = n;
+  if (rings_) return RingReceive(w);
   absl::MutexLock l(&adapter_->eng().mu());
   return PostHresult(qp_->PostRecv(w));
+}
+
+// ---- posting rings (thread adapters) ------------------------------------------------------------
+// The posting thread does what the stack's PostSend / PostRecv would refuse
+// (state, queue full; the arguments are checked before) against the stack's
+// own counts, so the same call returns the same status in either progress
+// mode; the request then waits in the ring, in posting order, for the next
+// engine pass (or for a Bind, Invalidate, Flush or the destructor, which
+// drain the ring under the engine lock before they act).
+
+bool QueuePair::InitiatorReady() {
+  if (ready_) return true;
+  // Until connected: asked under the engine lock. Once in RTS or Error a
+  // queue pair never leaves them (nothing resets an ND2 queue pair).
+  absl::MutexLock l(&adapter_->eng().mu());
+  const rc::QpState st = qp_->state();
+  ready_ = st == rc::QpState::kRts || st == rc::QpState::kError;
+  return ready_;
+}
+
+HRESULT QueuePair::RingSend(const rc::SendWr& w) {
+  absl::MutexLock pl(&post_mu_);
+  if (!InitiatorReady()) return ND_CONNECTION_INVALID;
+  // The stack's send queue holds what it has not retired; the ring what it
+  // has not taken yet: together at most the queue's depth.
+  uint64_t i;
+  if (sends_posted_ - qp_->sends_retired() >= std::max<uint32_t>(caps_.sq_depth, 1) || !send_ring_->Reserve(&i))
+    return ND_NO_MORE_ENTRIES;
+  const uint32_t slot = send_ring_->Slot(i);
+  rc::SendWr& d = send_wr_[slot];
+  d = w;
+  rc::Sge* sges = &send_sge_[size_t{slot} * std::max<uint32_t>(caps_.max_send_sge, 1)];
+  if ((w.flags & rc::kInline) && w.num_sge) {
+    // One SGE over the gathered bytes (PostInitiator): copied into the slot.
+    uint8_t* bytes = &send_inline_[size_t{slot} * caps_.max_inline];
+    std::memcpy(bytes, reinterpret_cast<const void*>(w.sge[0].addr), w.sge[0].length);
+    sges[0] = {reinterpret_cast<uint64_t>(bytes), w.sge[0].length, 0};
+  } else {
+    std::copy(w.sge, w.sge + w.num_sge, sges);
+  }
+  d.sge = sges;
+  send_ring_->Publish();
+  sends_posted_++;
+  adapter_->Kick();
+  return ND_SUCCESS;
+}
+
+HRESULT QueuePair::RingReceive(const rc::RecvWr& w) {
+  absl::MutexLock pl(&post_mu_);
+  uint64_t i;
+  if (recvs_posted_ - qp_->recvs_taken() >= std::max<uint32_t>(caps_.rq_depth, 1) || !recv_ring_->Reserve(&i))
+    return ND_NO_MORE_ENTRIES;
+  const uint32_t slot = recv_ring_->Slot(i);
+  rc::Sge* sges = &recv_sge_[size_t{slot} * std::max<uint32_t>(caps_.max_recv_sge, 1)];
+  std::copy(w.sge, w.sge + w.num_sge, sges);
+  recv_wr_[slot] = w;
+  recv_wr_[slot].sge = sges;
+  recv_ring_->Publish();
+  recvs_posted_++;
+  adapter_->Kick();
+  return ND_SUCCESS;
+}
+
+size_t QueuePair::DrainPosts() {
+  // Receives first: a receive posted before a Send that makes the peer
+  // answer is in place before the answer can arrive.
+  size_t n = 0;
+  uint64_t i;
+  while (recv_ring_->Peek(&i)) {
+    // Cannot be refused: checked when queued (the QP has no SRQ, is never
+    // reset, and its receive queue has room by the credit count).
+    qp_->PostRecv(recv_wr_[recv_ring_->Slot(i)]);
+    recv_ring_->Pop();
+    n++;
+  }
+  while (send_ring_->Peek(&i)) {
+    qp_->PostSend(send_wr_[send_ring_->Slot(i)]);  // likewise (RTS or Error, room, arguments)
+    send_ring_->Pop();
+    n++;
+  }
+  return n;
 }
 
 namespace {
@@ -219,7 +328,11 @@ HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, 
   w.bind_length = len;
   w.bind_access = ((flags & ND_OP_FLAG_ALLOW_READ) ? uint32_t{mem::kRemoteRead} : 0u) |
                   ((flags & ND_OP_FLAG_ALLOW_WRITE) ? uint32_t{mem::kRemoteWrite} : 0u);
+  // Posting rings: behind everything queued before it (drained now, under the
+  // engine lock), straight into the stack, counted as any request.
+  absl::MutexLockMaybe pl(rings_ ? &post_mu_ : nullptr);
   absl::MutexLock l(&adapter_->eng().mu());
+  if (rings_) DrainPosts();
   if (!region->registered()) return ND_INVALID_PARAMETER_2;
   // The region must allow what the window grants (ALLOW_WRITE needs a region
   // with local write) and hold the whole window: ND_ACCESS_VIOLATION, and
@@ -234,6 +347,7 @@ HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, 
   const uint32_t old_token = window->token();
   w.bind_token = window->NewToken();
   const HRESULT h = PostHresult(qp_->PostSend(w));
+  if (h == ND_SUCCESS && rings_) sends_posted_++;
   if (h != ND_SUCCESS) {
     // Not posted: the window keeps the token it had.
     adapter_->RemoveWindow(w.bind_token, window);
@@ -261,7 +375,9 @@ HRESULT QueuePair::Invalidate(VOID* ctx, IUnknown* mw, ULONG flags) {
   w.context = reinterpret_cast<uint64_t>(ctx);
   w.op = rc::WrOp::kInvalidate;
   w.flags = flags & (rc::kSilentSuccess | rc::kReadFence);
+  absl::MutexLockMaybe pl(rings_ ? &post_mu_ : nullptr);
   absl::MutexLock l(&adapter_->eng().mu());
+  if (rings_) DrainPosts();
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
   // A window that is not bound (in posting order): the request is posted on
@@ -271,6 +387,7 @@ HRESULT QueuePair::Invalidate(VOID* ctx, IUnknown* mw, ULONG flags) {
   const bool bound = window->bound();
   w.mw = bound ? window->handle() : 0;
   const HRESULT h = PostHresult(qp_->PostSend(w));
+  if (h == ND_SUCCESS && rings_) sends_posted_++;
   if (h == ND_SUCCESS && st == rc::QpState::kRts) window->SetUnbound();
   return h;
 }

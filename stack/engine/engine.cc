@@ -266,9 +266,17 @@ void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
   rc_->OnFrame(frame, now);
 }
 
+void Engine::AddPostSource(PostSource* s) { post_sources_.push_back(s); }
+
+void Engine::RemovePostSource(PostSource* s) {
+  post_sources_.erase(std::remove(post_sources_.begin(), post_sources_.end(), s), post_sources_.end());
+}
+
 size_t Engine::Poll() {
   absl::MutexLock l(&mu_);
   counters_.polls++;
+  size_t drained = 0;
+  for (PostSource* s : post_sources_) drained += s->DrainPosts();
   const uint64_t now = NowNs();
   rte_mbuf* pkts[64];
   const uint16_t burst = std::min<uint16_t>(opts_.burst, 64);
@@ -294,7 +302,7 @@ size_t Engine::Poll() {
   if (cm_due && cm_due <= now) cm_->Poll(now);
   if (on_poll) on_poll(now);
   FlushTx();
-  return n + sent + looped;
+  return n + sent + looped + drained;
 }
 
 // ---- dedicated mode ----------------------------------------------------------------------

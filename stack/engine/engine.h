@@ -9,14 +9,17 @@
 // ICRC chained over the pieces), with checksum offloads where the port has
 // them and software otherwise.
 //
-// Two modes, one lock:
+// Two modes, one engine lock:
 //  - inline: the application thread calls Poll() itself (what ND2's
 //    GetResults does on a 2-core box, and what the tests use);
 //  - dedicated: Start() runs Poll() in a loop on its own thread (an EAL worker
 //    lcore if one is given, else a plain thread).
 // rc(), neighbors() and the QP/memory calls on them must be made with mu()
 // held; Poll() takes it itself. Polling a CompletionQueue needs no lock (it is
-// a single-consumer ring).
+// a single-consumer ring). In dedicated mode work requests need not take the
+// lock either: they go into single-producer rings (post_ring.h) that every
+// pass drains first (AddPostSource), so application threads posting and the
+// engine's thread do not meet on a lock.
 #pragma once
 
 #include <atomic>
@@ -32,6 +35,7 @@
 #include <absl/synchronization/mutex.h>
 
 #include "stack/cm/cm.h"
+#include "stack/engine/post_ring.h"
 #include "stack/neighbor/neighbor.h"
 #include "stack/port/port.h"
 #include "stack/rc/device.h"
@@ -74,14 +78,19 @@ class Engine : public rc::PacketSink {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  absl::Mutex& mu() { return mu_; }
+  absl::Mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
   rc::RcDevice& rc() { return *rc_; }
   cm::ConnectionManager& cm() { return *cm_; }
   neighbor::NeighborTable& neighbors() { return *neighbors_; }
   port::Port& port() { return *port_; }
 
-  // One pass of the loop. Returns frames received + sent.
-  size_t Poll();
+  // One pass of the loop. Returns frames received + sent + requests drained.
+  size_t Poll() ABSL_LOCKS_EXCLUDED(mu_);
+  // Sources of posted work (post_ring.h), drained at the start of every pass
+  // (before RX: whatever was posted before a pass is in the stack before any
+  // frame that pass reads). A source stays registered until removed.
+  void AddPostSource(PostSource* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemovePostSource(PostSource* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Dedicated mode. lcore >= 0: rte_eal_remote_launch on that worker lcore.
   absl::Status Start(int lcore = -1);
   void Stop();
@@ -142,6 +151,7 @@ class Engine : public rc::PacketSink {
   std::vector<rte_mbuf*> tx_;
   std::vector<uint8_t> scratch_;
   std::deque<std::vector<uint8_t>> loopback_;
+  std::vector<PostSource*> post_sources_ ABSL_GUARDED_BY(mu_);
   EngineCounters counters_;
   double ns_per_cycle_ = 1;
   uint64_t tsc0_ = 0;

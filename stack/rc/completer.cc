@@ -425,6 +425,7 @@ void QueuePair::FailAt(uint32_t psn, Status st, Cause cause) {
 }
 
 void QueuePair::PushSendCompletion(const SendWqe& w) {
+  sends_retired_.store(sends_retired_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   dev_->Event(qpn_, "complete", w.wr.context, static_cast<uint64_t>(w.status));
   if (w.status == Status::kSuccess && (w.wr.flags & kSilentSuccess)) return;
   Completion c;

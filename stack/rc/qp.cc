@@ -211,8 +211,8 @@ void QueuePair::ToError() {
       c.cause = Cause::kFlushed;
       c.type = RequestType::kReceive;
       c.qpn = qpn_;
+      rq_.Pop();  // first: whoever sees the completion sees the slot free
       recv_cq_->Push(c);
-      rq_.Pop();
     }
   }
   in_msg_ = InMsg::kNone;
@@ -223,6 +223,8 @@ void QueuePair::ToError() {
 
 void QueuePair::ToReset() {
   state_ = QpState::kReset;
+  sends_retired_.store(sends_retired_.load(std::memory_order_relaxed) + (sq_tail_ - sq_head_),
+                       std::memory_order_release);  // dropped: retired without completions
   sq_head_ = sq_tail_ = cursor_ = ack_scan_ = 0;
   cursor_pkt_ = 0;
   reads_outstanding_ = 0;
@@ -303,8 +305,8 @@ PostResult QueuePair::PostRecv(const RecvWr& wr) {
     c.cause = Cause::kFlushed;
     c.type = RequestType::kReceive;
     c.qpn = qpn_;
+    rq_.Pop();  // first: whoever sees the completion sees the slot free
     recv_cq_->Push(c);
-    rq_.Pop();
   }
   return r;
 }

@@ -154,6 +154,12 @@ class QueuePair {
   uint32_t una() const { return una_; }
   uint32_t expected_psn() const { return epsn_; }
   uint32_t outstanding_sends() const { return static_cast<uint32_t>(sq_tail_ - sq_head_); }
+  // Send WQEs retired so far (completed, flushed or silently done), counted
+  // before each one's completion is pushed, so a thread that sees a
+  // completion sees its slot free; and receives taken off the QP's own
+  // receive queue. Any thread (nd2api's posting rings count credits with them).
+  uint64_t sends_retired() const { return sends_retired_.load(std::memory_order_acquire); }
+  uint64_t recvs_taken() const { return rq_.taken(); }
 
  private:
   // ---- send queue ---------------------------------------------------------
@@ -264,6 +270,7 @@ class QueuePair {
   std::vector<Sge> sq_sges_;
   std::vector<uint8_t> sq_inline_;
   uint64_t sq_head_ = 0, sq_tail_ = 0;
+  std::atomic<uint64_t> sends_retired_{0};  // single writer: the engine
   uint64_t cursor_ = 0;        // next WQE to (re)transmit from
   uint32_t cursor_pkt_ = 0;    // packet index inside it
   uint64_t ack_scan_ = 0;      // first WQE not yet known to be acknowledged

@@ -96,6 +96,7 @@ const RecvWqe* ReceiveQueue::Front() const {
 }
 
 void ReceiveQueue::Pop() {
+  taken_.store(taken_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   if (on_pop) on_pop();
 }

@@ -62,6 +62,8 @@ class ReceiveQueue {
   }
   uint32_t depth() const { return depth_; }
   uint32_t max_sge() const { return max_sge_; }
+  // WQEs popped so far (any thread; unlike the ring indices, Resize keeps it).
+  uint64_t taken() const { return taken_.load(std::memory_order_acquire); }
   // Called by the consumer after each Pop (ND2 SRQ Notify is built on it).
   std::function<void()> on_pop;
   // Changes the depth, keeping the posted WQEs in order (false: more are
@@ -74,6 +76,7 @@ class ReceiveQueue {
   std::vector<RecvWqe> ring_;
   std::vector<Sge> sges_;
   std::atomic<uint64_t> head_{0}, tail_{0};
+  std::atomic<uint64_t> taken_{0};
 };
 
 }  // namespace roce::rc

@@ -2,7 +2,7 @@
 // reference model (tools/lib/rc_workload.h).
 //
 //   rocesim --seed S --messages N --loss P --reorder P [--reorder_depth D] --dup P --corrupt P [--qps K]
-//           [--max-size B] [--errors P] [--mtu M] [--window N] [--ipv6] [--ce P]
+//           [--max-size B] [--errors P] [--late_recv P] [--mtu M] [--window N] [--ipv6] [--ce P]
 //
 // Prints the configuration, the counters, and last a line
 // `rocesim: N messages, N ok, N failed`; exits 0 only if every message is ok.
@@ -30,6 +30,8 @@ ABSL_FLAG(double, ce, 0.0, "probability an ECN-capable frame is marked CE");
 ABSL_FLAG(uint32_t, qps, 2, "QP pairs (alternating direction; every third responder uses an SRQ)");
 ABSL_FLAG(uint32_t, max_size, 1u << 20, "largest message, bytes");
 ABSL_FLAG(double, errors, 0.002, "fraction of operations that deliberately violate access");
+ABSL_FLAG(double, late_recv, 0.02,
+          "fraction of receives posted late (RNR NAKs; their resends count as retransmissions)");
 ABSL_FLAG(uint32_t, mtu, 0, "path MTU (0: random per QP from 256..4096)");
 ABSL_FLAG(uint32_t, window, 32, "requester window in PSNs");
 ABSL_FLAG(uint32_t, outstanding, 24, "operations in flight per QP pair");
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   c.imp.gbps = absl::GetFlag(FLAGS_gbps);
   c.max_size = absl::GetFlag(FLAGS_max_size);
   c.error_rate = absl::GetFlag(FLAGS_errors);
+  c.late_recv = absl::GetFlag(FLAGS_late_recv);
   c.path_mtu = absl::GetFlag(FLAGS_mtu);
   c.window_psns = absl::GetFlag(FLAGS_window);
   c.max_outstanding = absl::GetFlag(FLAGS_outstanding);
@@ -107,6 +110,14 @@ int main(int argc, char** argv) {
               r.errors_injected, r.reconnects,
               r.binds, r.invalidates,
               r.rnr_waits);
+  // Loss efficiency: payload bytes sent again per byte delivered, beside the
+  // ideal (resending exactly the payload the link lost or corrupted).
+  const uint64_t delivered = q.tx_bytes - q.retransmit_bytes;
+  const double ratio = static_cast<double>(q.retransmit_bytes) / std::max<uint64_t>(delivered, 1);
+  const double ideal = static_cast<double>(l.lost_payload_bytes) / std::max<uint64_t>(delivered, 1);
+  absl::PrintF("retransmitted: bytes=%d delivered=%d per-delivered=%.5f ideal=%.5f (lost=%d) x-ideal=%s\n",
+               q.retransmit_bytes, delivered, ratio, ideal, l.lost_payload_bytes,
+               l.lost_payload_bytes ? absl::StrFormat("%.2f", ratio / ideal) : std::string("-"));
   absl::PrintF("time: virtual %.3f s, wall %.1f s\n", r.sim_time_ns / 1e9, secs);
   for (const std::string& f : r.failures) absl::PrintF("FAILED: %s\n", f);
   absl::PrintF("rocesim: %d messages, %d ok, %d failed\n", r.messages,

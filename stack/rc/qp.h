@@ -39,6 +39,7 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan d
   X(rx_packets, "packets accepted for this QP")                                             \
   X(rx_bytes, "payload bytes accepted")                                                     \
   X(retransmits, "request packets sent again")                                              \
+  X(retransmit_bytes, "payload bytes sent again (requests resent, Read responses regenerated)") \
   X(timeouts, "retransmit timer expiries with data outstanding")                            \
   X(silent_timeouts, "timeouts with nothing heard from the peer since the previous retry")  \
   X(seq_naks_sent, "PSN sequence error NAKs sent")                                          \
@@ -332,6 +333,7 @@ class QueuePair {
     uint32_t first_psn = 0, npkts = 0;
     uint64_t va = 0;
     uint32_t rkey = 0, length = 0;
+    uint32_t sent_to = 0;  // PSN after the last response ever generated (replays lie below)
     bool valid = false;
   };
   std::vector<ReadResource> read_res_;  // ring of max_dest_rd_atomic entries

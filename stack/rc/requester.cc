@@ -225,10 +225,15 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   const bool retransmit = PsnLess(psn, max_sent_);
   if (w.IsRead()) w.req_psn = psn;
   if (!Send(pkt, now)) return false;
-  if (retransmit) counters.retransmits++;
-  probe_ = false;
-  if (probe && retransmit && UnconfirmedAfter(w, psn, read_pkts, k) <= 2 && Send(pkt, now))
+  if (retransmit) {
     counters.retransmits++;
+    counters.retransmit_bytes += pkt.payload_len;
+  }
+  probe_ = false;
+  if (probe && retransmit && UnconfirmedAfter(w, psn, read_pkts, k) <= 2 && Send(pkt, now)) {
+    counters.retransmits++;
+    counters.retransmit_bytes += pkt.payload_len;
+  }
   const uint32_t end = w.IsRead() ? PsnAdd(w.LastPsn(), 1) : PsnAdd(psn, 1);
   if (PsnDiff(end, max_sent_) > 0) max_sent_ = end;
   since_ack_req_ = pkt.bth.ack_req ? 0 : since_ack_req_ + 1;

@@ -192,6 +192,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       res.va = p.reth.va;
       res.rkey = p.reth.rkey;
       res.length = rlen;
+      res.sent_to = p.bth.psn;
       res.valid = true;
       msn_ = PsnAdd(msn_, 1);  // C9-148: a Read counts when it is accepted
       Response r{};
@@ -387,7 +388,7 @@ size_t QueuePair::ResponderTx(uint64_t now, size_t budget) {
       n++;
       continue;
     }
-    const ReadResource& res = read_res_[r.res];
+    ReadResource& res = read_res_[r.res];
     const uint64_t left = r.end - r.offset;
     const uint32_t plen = static_cast<uint32_t>(std::min<uint64_t>(mtu, left));
     const bool first = r.psn == r.start_psn;
@@ -421,6 +422,10 @@ size_t QueuePair::ResponderTx(uint64_t now, size_t budget) {
     pkt.payload_len = plen;
     if (!Send(pkt, now)) break;
     n++;
+    if (PsnLess(r.psn, res.sent_to))
+      counters.retransmit_bytes += plen;
+    else
+      res.sent_to = PsnAdd(r.psn, 1);
     r.psn = PsnAdd(r.psn, 1);
     r.offset += plen;
     if (last) responses_.pop_front();

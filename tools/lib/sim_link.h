@@ -39,6 +39,9 @@ struct Impairment {
 struct LinkCounters {
   uint64_t frames = 0, bytes = 0, dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
            delivered = 0, filtered = 0, ce_marked = 0;
+  // RC payload bytes (requests and Read responses) of frames the link lost or
+  // corrupted: what a sender that resent exactly the lost packets would resend.
+  uint64_t lost_payload_bytes = 0;
 };
 
 class SimNetwork;
@@ -116,6 +119,8 @@ class SimNetwork {
   };
   bool Chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   int Destination(const std::vector<uint8_t>& frame) const;
+  // RC payload bytes of a frame (0 for anything else).
+  static uint64_t RcPayload(const std::vector<uint8_t>& frame);
 
   struct Record {
     uint64_t t = 0;

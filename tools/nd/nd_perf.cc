@@ -6,7 +6,7 @@
 //   nd-perf TEST [options]            server        TEST: send_bw write_bw read_bw
 //   nd-perf TEST [options] SERVER     client              send_lat write_lat read_lat
 //
-// The exchange with -R (perftest_communication.c; what README.md here describes in detail):
+// The exchange with -R (as perftest 6.06 does it; README "Tools", nd-perf):
 // two RC connections to the same rdma_cm port (-p, 18515). A, the "communication" connection,
 // carries small Sends; B carries the test. On A, the client sends each message first and the
 // server answers with its own (each side posts its receives ahead):
@@ -479,6 +479,14 @@ class Comm {
     Exchange(out, in, kDestLen, what);
     return Dest::Decode(in);
   }
+  // The server's handshake after the client's test: it comes when the client is done, however
+  // long that takes (perftest's server waits as long), or never if the connection goes.
+  Dest HandShakeAfterTest(const Dest& mine, const char* what) {
+    patient_ = true;
+    const Dest d = HandShake(mine, what);
+    patient_ = false;
+    return d;
+  }
   // A message if one is there now (non-blocking); its length in *n.
   bool TryRecv(void* out, size_t cap, size_t* n) {
     Drain(false, "");
@@ -520,7 +528,8 @@ class Comm {
     ND2_RESULT r[8];
     char msg[160];
     snprintf(msg, sizeof msg, "the peer's %s on connection A", what);
-    const ULONG n = wait ? conn_.cq().Wait(r, 8, Clock::now() + std::chrono::seconds(timeout_s_), msg)
+    const auto deadline = patient_ ? Clock::time_point::max() : Clock::now() + std::chrono::seconds(timeout_s_);
+    const ULONG n = wait ? conn_.cq().Wait(r, 8, deadline, msg)
                          : conn_.cq().Poll(r, 8);
     for (ULONG i = 0; i < n; i++) {
       if (r[i].Status == ND_CANCELED) {  // flushed: the connection is going (the peer is done)
@@ -552,6 +561,7 @@ class Comm {
   int send_ctx_ = 0;
   bool send_done_ = false;
   bool down_ = false;
+  bool patient_ = false;
   std::deque<std::pair<ULONG, size_t>> arrived_;
 };
 
@@ -686,7 +696,8 @@ class Side {
     comm_->HandShake(zero, "handshake after connection B");
     ULONG in_rl = 0, out_rl = 0;
     data_->ReadLimits(&in_rl, &out_rl);
-    read_limit_ = std::max<ULONG>(1, out_rl);
+    // Reads we may have in flight: what the peer serves, at most what we asked for.
+    read_limit_ = std::max<ULONG>(1, std::min(out_rl, std::max<ULONG>(max_rl, 1)));
 
     // Our pingpong_dest, and the peer's.
     Dest me;
@@ -735,6 +746,9 @@ class Side {
     if (!o_.duration && o_.iters + 1 < d) d = static_cast<ULONG>(o_.iters + 1);
     return std::min<ULONG>(d, a_.info.MaxReceiveQueueDepth);
   }
+  // -I, capped at the adapter's inline limit; the flag for a request of `size`.
+  ULONG InlineSize() const { return std::min<ULONG>(o_.inline_size, a_.info.MaxInlineDataSize); }
+  ULONG InlineFlag(uint64_t size) const { return InlineSize() && size <= InlineSize() ? ND_OP_FLAG_INLINE : 0; }
   ULONG CqMod() const {
     ULONG m = o_.cq_mod ? o_.cq_mod : 100;
     return std::max<ULONG>(1, std::min(m, TxDepth()));
@@ -755,7 +769,7 @@ class Side {
     QpShape s;
     s.init_depth = std::max<ULONG>(TxDepth(), 2);
     s.recv_depth = o_.verb() == Verb::kSend ? RxDepth() : 1;
-    s.inline_size = std::min<ULONG>(o_.inline_size, a_.info.MaxInlineDataSize);
+    s.inline_size = InlineSize();
     s.cq_depth = s.init_depth + s.recv_depth + 8;
     data_->Open(s);
     // Receives before the connection exists: the peer may send as soon as it is up.
@@ -804,7 +818,7 @@ class Side {
     else p_.Out(" Mtu             : the adapter's (ND2_CONFIG)\n");
     p_.Out(" Link type       : Ethernet\n");
     if (o_.verb() == Verb::kRead) p_.Out(" Outstand reads  : %u\n", static_cast<unsigned>(read_limit_));
-    else p_.Out(" Max inline data : %u[B]\n", static_cast<unsigned>(std::min<ULONG>(o_.inline_size, a_.info.MaxInlineDataSize)));
+    else p_.Out(" Max inline data : %u[B]\n", static_cast<unsigned>(InlineSize()));
     p_.Out(" rdma_cm QPs\t : ON\n Data ex. method : rdma_cm\n");
     p_.Out("%s", kResultLine);
     PrintDest("local", me);
@@ -864,7 +878,7 @@ class Side {
       comm_->HandShake(me, "closing handshake");
       return;
     }
-    comm_->HandShake(me, "the client's end-of-test handshake");
+    comm_->HandShakeAfterTest(me, "the client's end-of-test handshake");
     const BwReport theirs = ExchangeReports(BwReport{});
     p_.BwRow(theirs);
     p_.Line();
@@ -889,7 +903,7 @@ class Side {
     uint64_t goal = timed ? UINT64_MAX : iters;  // -D: fixed when the time is up
     const ND2_SGE sge_send = mem_.Sge(0, size);
     const ND2_SGE sge_read = mem_.Sge(half_, size);
-    const ULONG inline_flag = (v != Verb::kRead && o_.inline_size && size <= o_.inline_size) ? ND_OP_FLAG_INLINE : 0;
+    const ULONG inline_flag = v != Verb::kRead ? InlineFlag(size) : 0;
     ND2_RESULT res[32];
     auto last_progress = Clock::now();
     while (ndone < goal) {
@@ -1020,7 +1034,8 @@ class Side {
       p_.LatRow(size, o_.iters, deltas, v == Verb::kRead ? 1.0 : 2.0);
     }
     if (prints) p_.Line();
-    if (v != Verb::kWrite) comm_->HandShake(me, "closing handshake");
+    if (v == Verb::kSend || (v == Verb::kRead && client_)) comm_->HandShake(me, "closing handshake");
+    else if (v == Verb::kRead) comm_->HandShakeAfterTest(me, "the client's closing handshake");
   }
 
   // Waits for the next completion of a request of ours (the data CQ), dying on an error.
@@ -1038,7 +1053,7 @@ class Side {
     volatile char* poll = mem_.data() + half_ + size - 1;
     char* post = mem_.data() + size - 1;
     const ND2_SGE sge = mem_.Sge(0, size);
-    const ULONG flags = (o_.inline_size && size <= o_.inline_size) ? ND_OP_FLAG_INLINE : 0;
+    const ULONG flags = InlineFlag(size);
     uint64_t scnt = 0, rcnt = 0;
     ND2_RESULT r[8];
     uint64_t outstanding = 0;
@@ -1077,7 +1092,7 @@ class Side {
     std::vector<double> stamps;
     stamps.reserve(o_.iters);
     const ND2_SGE sge = mem_.Sge(0, size);
-    const ULONG flags = (o_.inline_size && size <= o_.inline_size) ? ND_OP_FLAG_INLINE : 0;
+    const ULONG flags = InlineFlag(size);
     uint64_t scnt = 0, rcnt = 0, sends_out = 0;
     ND2_RESULT r[8];
     auto wait_recv = [&]() {
@@ -1393,6 +1408,7 @@ int RunPair(const Options& o) {
   Addr bind = ParseOrDie("10.0.0.1", o.port), local_s = ParseOrDie("10.0.0.1", 0), local_c = ParseOrDie("10.0.0.2", 0);
   std::atomic<bool> listening{false};
   std::thread t([&] {
+    g_role = "server: ";
     Side s(so, false);
     s.Run(local_s, bind, &listening);
   });
@@ -1403,13 +1419,6 @@ int RunPair(const Options& o) {
   }
   t.join();
   return 0;
-}
-
-void OnAlarm(int) {
-  static const char msg[] = "nd-perf: timed out (--timeout)\n";
-  if (write(2, msg, sizeof msg - 1) < 0) {
-  }
-  _exit(1);
 }
 
 }  // namespace
@@ -1443,11 +1452,6 @@ int main(int argc, char** argv) {
       return 2;
     }
     setenv("ND2_CONFIG", cfg.c_str(), 1);
-  }
-  if (o.timeout_s) {
-    signal(SIGALRM, OnAlarm);
-    // The whole run: connection set-up, every size, teardown.
-    alarm(o.timeout_s * 4 + 30);
   }
   const HRESULT h = NdStartup();
   if (!cfg.empty()) unlink(cfg.c_str());

@@ -126,11 +126,12 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
   if (!results || n == 0) return 0;
   // Inline progress: the polling thread drives the process's inline
   // engines (all of them: a peer adapter in this process needs its passes
-  // too, or two adapters of one program would wait on each other).
-  if (adapter_->inline_progress()) {
-    if (Provider* p = Provider::Get()) p->PollInline();
-    else adapter_->Progress();
-  }
+  // too, or two adapters of one program would wait on each other) — also
+  // when this queue's adapter has a progress thread, as a wait does: a
+  // program whose other adapter is inline polls this one for what that one
+  // sends (PollInline skips threaded adapters at no cost).
+  if (Provider* p = Provider::Get()) p->PollInline();
+  else if (adapter_->inline_progress()) adapter_->Progress();
   std::lock_guard<std::mutex> pl(poll_mu_);
   ULONG got = 0;
   while (got < n && !carry_.empty()) {

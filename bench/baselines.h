@@ -1,0 +1,235 @@
+// What engine_bench and nd2_bench share: the two native stacks over a ring
+// pair as engine_bench opens them, the native engine's 8 B / 64 KB Write and
+// 8 B Send ping-pong loops, and the baselines every figure is a ratio to (raw
+// ring-pair packet rate in one thread and across two threads, one-core memcpy,
+// kernel TCP loopback ping-pong). Each function runs one Google Benchmark
+// loop and returns what it measured (wall seconds of the loop, items done
+// in them: the rate a ratio counter divides, Figures); the EAL must be up.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/figures.h"
+#include "stack/mem/memory_table.h"
+#include "stack/port/dpdk.h"
+#include "stack/port/mbuf.h"
+#include "tools/lib/two_stacks.h"
+
+namespace roce::bench {
+
+inline std::unique_ptr<tools::TwoStacks> OpenNative(const std::string& ring) {
+  tools::TwoStacksOptions o;
+  o.ring = ring;
+  o.caps.sq_depth = 256;
+  o.caps.rq_depth = 256;
+  o.tuning.max_unacked_psns = 512;
+  o.tuning.ack_req_every = 64;
+  o.tuning.max_tx_per_poll = 64;
+  auto t = tools::TwoStacks::Open(o);
+  if (!t.ok()) {
+    std::fprintf(stderr, "%s: %s\n", ring.c_str(), std::string(t.status().message()).c_str());
+    return nullptr;
+  }
+  return std::move(*t);
+}
+
+// Native engine: Writes of `size` bytes a -> b, both engines polled by this
+// thread; every Write completes (no silent success), inline up to 64 B.
+inline Measured NativeWrite(benchmark::State& st, tools::TwoStacks& t, uint32_t size) {
+  std::vector<uint8_t> src(size, 0x5a), dst(size);
+  const auto sr = t.Register(t.a(), src.data(), size, 0);
+  const auto dr = t.Register(t.b(), dst.data(), size, mem::kLocalWrite | mem::kRemoteWrite);
+  rc::Sge s{reinterpret_cast<uint64_t>(src.data()), size, sr.local_token};
+  rc::SendWr w;
+  w.op = rc::WrOp::kWrite;
+  w.sge = &s;
+  w.num_sge = 1;
+  w.remote_addr = reinterpret_cast<uint64_t>(dst.data());
+  w.rkey = dr.remote_token;
+  w.flags = size <= 64 ? rc::kInline : 0u;
+  rc::Completion cs[64];
+  uint64_t done = 0, posted = 0;
+  const uint64_t pkts0 = t.a().qp->counters.tx_packets;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    while (t.Post(t.a(), w) == rc::PostResult::kQueueFull) {
+      t.PollBoth();
+      done += t.a().scq->Poll(cs, 64);
+    }
+    if ((++posted & 15) == 0) {  // keep the pipeline full: poll every few posts
+      t.PollBoth();
+      done += t.a().scq->Poll(cs, 64);
+    }
+  }
+  const double secs = SecondsSince(t0);
+  while (done < posted) {
+    t.PollBoth();
+    done += t.a().scq->Poll(cs, 64);
+  }
+  st.counters["pkts/s"] = benchmark::Counter(static_cast<double>(t.a().qp->counters.tx_packets - pkts0),
+                                             benchmark::Counter::kIsRate);
+  st.SetItemsProcessed(st.iterations());
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * size);
+  t.Deregister(t.a(), sr);
+  t.Deregister(t.b(), dr);
+  return {secs, static_cast<double>(st.iterations())};
+}
+
+// Native engine: one 8 B Send a -> b, then b -> a; one iteration = one round trip.
+inline Measured NativeSendPingPong(benchmark::State& st, tools::TwoStacks& t) {
+  uint8_t buf[2][8] = {};
+  mem::RegionInfo r[2] = {t.Register(t.a(), buf[0], 8, mem::kLocalWrite), t.Register(t.b(), buf[1], 8, mem::kLocalWrite)};
+  tools::TwoStacks::Side* side[2] = {&t.a(), &t.b()};
+  auto post_recv = [&](int i) {
+    rc::Sge s{reinterpret_cast<uint64_t>(buf[i]), 8, r[i].local_token};
+    t.PostRecv(*side[i], rc::RecvWr{1, &s, 1});
+  };
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 64; k++) post_recv(i);
+  rc::Completion c[8];
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    for (int i = 0; i < 2; i++) {
+      rc::Sge s{reinterpret_cast<uint64_t>(buf[i]), 8, r[i].local_token};
+      rc::SendWr w;
+      w.op = rc::WrOp::kSend;
+      w.sge = &s;
+      w.num_sge = 1;
+      w.flags = rc::kInline | rc::kSilentSuccess;
+      t.Post(*side[i], w);
+      while (side[1 - i]->rcq->Poll(c, 1) == 0) t.PollBoth();
+      post_recv(1 - i);
+    }
+  }
+  const double secs = SecondsSince(t0);
+  st.SetItemsProcessed(st.iterations());  // time per iteration = the round trip
+  return {secs, static_cast<double>(st.iterations())};
+}
+
+// Raw rte_eth_tx_burst / rx_burst of 64 B frames, burst 32 (the engine's),
+// over a ring pair: a -> b in this thread, or (cross_core) transmitted by this
+// thread and received by another one — the packet rate the ring allows.
+inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, bool cross_core) {
+  constexpr uint16_t kBurst = 32;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> received{0};
+  std::thread rx_thread;
+  if (cross_core) {
+    rx_thread = std::thread([&] {
+      rte_mbuf* rx[kBurst];
+      uint64_t got = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const uint16_t k = rte_eth_rx_burst(b.id(), 0, rx, kBurst);
+        if (k) {
+          rte_pktmbuf_free_bulk(rx, k);
+          got += k;
+          received.store(got, std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+  rte_mbuf* tx[kBurst];
+  rte_mbuf* rx[kBurst];
+  uint64_t sent = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    if (rte_pktmbuf_alloc_bulk(a.pool(), tx, kBurst) != 0) {
+      if (!cross_core) {
+        st.SkipWithError("pool empty");
+        break;
+      }
+      continue;  // the receiver is behind: it frees some (items count what it received)
+    }
+    for (rte_mbuf* m : tx) rte_pktmbuf_append(m, 64);
+    uint16_t n = 0;
+    while (n < kBurst) {
+      n += rte_eth_tx_burst(a.id(), 0, tx + n, kBurst - n);
+      if (!cross_core && n < kBurst) break;
+    }
+    for (uint16_t i = n; i < kBurst; i++) rte_pktmbuf_free(tx[i]);
+    sent += n;
+    if (!cross_core) {
+      uint16_t got = 0;
+      while (got < n) {
+        const uint16_t k = rte_eth_rx_burst(b.id(), 0, rx, kBurst);
+        if (k) rte_pktmbuf_free_bulk(rx, k);
+        got += k;
+      }
+    }
+  }
+  const double secs = SecondsSince(t0);
+  const uint64_t received_in_time = received.load(std::memory_order_relaxed);
+  if (cross_core) {
+    stop = true;
+    rx_thread.join();
+    // Frames still in the ring when timing stopped were not received.
+    rte_mbuf* m[kBurst];
+    while (uint16_t k = rte_eth_rx_burst(b.id(), 0, m, kBurst)) rte_pktmbuf_free_bulk(m, k);
+    st.SetItemsProcessed(static_cast<int64_t>(received_in_time));
+    return {secs, static_cast<double>(received_in_time)};
+  }
+  st.SetItemsProcessed(static_cast<int64_t>(sent));
+  return {secs, static_cast<double>(sent)};
+}
+
+// One core copying `n` bytes.
+inline Measured Memcpy(benchmark::State& st, size_t n) {
+  std::vector<uint8_t> a(n, 1), b(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    std::memcpy(b.data(), a.data(), n);
+    benchmark::ClobberMemory();
+  }
+  const double secs = SecondsSince(t0);
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * static_cast<int64_t>(n));
+  return {secs, static_cast<double>(st.iterations()) * static_cast<double>(n)};
+}
+
+// An 8 B ping-pong over kernel TCP loopback, both ends in this thread (write,
+// read on the other end, write back, read).
+inline Measured KernelTcpLoopbackPingPong(benchmark::State& st) {
+  const int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t sl = sizeof sa;
+  if (bind(ls, reinterpret_cast<sockaddr*>(&sa), sl) != 0 || listen(ls, 1) != 0 ||
+      getsockname(ls, reinterpret_cast<sockaddr*>(&sa), &sl) != 0)
+    return st.SkipWithError("socket"), Measured{};
+  const int c = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(c, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return st.SkipWithError("connect"), Measured{};
+  const int s = accept(ls, nullptr, nullptr);
+  const int one = 1;
+  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  char m[8] = {};
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    if (write(c, m, 8) != 8 || read(s, m, 8) != 8 || write(s, m, 8) != 8 || read(c, m, 8) != 8) {
+      st.SkipWithError("io");
+      break;
+    }
+  }
+  const double secs = SecondsSince(t0);
+  close(c);
+  close(s);
+  close(ls);
+  st.SetItemsProcessed(st.iterations());
+  return {secs, static_cast<double>(st.iterations())};
+}
+
+}  // namespace roce::bench

@@ -1,0 +1,112 @@
+// nd2_bench's baselines and native figures (this file sees the stack's
+// headers; nd2_bench.cc only the public ND2 ones): raw ring-pair packet rate
+// in one thread and across two, one-core memcpy, raw ISA-L CRC-32 beside the
+// ICRC of the same bytes, kernel TCP loopback ping-pong, and the native
+// engine's Write and Send ping-pong as engine_bench measures them. Each
+// records its figure (bench/figures.h) for the ND2 figures' ratio counters.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/baselines.h"
+#include "stack/wire/icrc.h"
+#include "stack/wire/packet.h"
+
+namespace roce::bench {
+namespace {
+
+void RingRaw(benchmark::State& st, bool cross) {
+  auto t = OpenNative(cross ? "nd2b_raw_x" : "nd2b_raw_1");
+  if (!t) return st.SkipWithError("setup failed");
+  const Measured m = RingPairRaw(st, *t->a().port, *t->b().port, cross);
+  Figures::Record(cross ? "ring_cross" : "ring_single", m.rate());
+}
+
+void MemcpyBaseline(benchmark::State& st) { Figures::Record("memcpy", Memcpy(st, 65536).rate()); }
+
+// A valid RC WRITE_ONLY frame whose L3 packet (IP .. ICRC) is `l3_len` bytes.
+std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload) {
+  wire::RocePacket p;
+  p.eth.ethertype = wire::kEtherTypeIpv4;
+  p.ip4.src = 0x0A000001;
+  p.ip4.dst = 0x0A000002;
+  p.udp.src_port = 0xC123;
+  p.bth.opcode = wire::op::kRcWriteOnly;
+  p.bth.dest_qp = 0x11;
+  p.bth.ack_req = true;
+  payload->assign(l3_len - (20 + 8 + 12 + 16 + 4), 0x5a);
+  p.reth = {0x7f0000001000, 0x1234, static_cast<uint32_t>(payload->size())};
+  p.payload = *payload;
+  std::vector<uint8_t> f(wire::FrameLen(p, static_cast<uint32_t>(payload->size())));
+  wire::BuildRoceFrame(p, f);
+  return f;
+}
+
+// Raw ISA-L CRC-32 of a packet's bytes (IP .. before the ICRC), and the ICRC of
+// the same bytes: x_raw = ICRC rate / raw rate (the goal: >= 0.9).
+void Crc(benchmark::State& st, bool icrc) {
+  const size_t size = static_cast<size_t>(st.range(0));
+  std::vector<uint8_t> pl;
+  const std::vector<uint8_t> f = WriteFrame(size, &pl);
+  const wire::ByteSpan l3 = wire::ByteSpan(f).subspan(14, f.size() - 14 - 4);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (icrc) {
+    for (auto _ : st) benchmark::DoNotOptimize(wire::ComputeIcrc(l3));
+  } else {
+    for (auto _ : st) benchmark::DoNotOptimize(wire::Crc32(0, l3));
+  }
+  const Measured m{SecondsSince(t0), static_cast<double>(st.iterations()) * static_cast<double>(l3.size())};
+  st.SetBytesProcessed(static_cast<int64_t>(m.items));
+  const std::string name = "crc" + std::to_string(size);
+  if (icrc) Figures::Ratio(st, "x_raw", m.rate(), name);
+  else Figures::Record(name, m.rate());
+}
+
+void TcpBaseline(benchmark::State& st) {
+  const Measured m = KernelTcpLoopbackPingPong(st);
+  if (m.items > 0) Figures::Record("tcp_rtt", m.secs / m.items);
+}
+
+void NativeWriteFigure(benchmark::State& st) {
+  const uint32_t size = static_cast<uint32_t>(st.range(0));
+  auto t = OpenNative("nd2b_nat_w");
+  if (!t) return st.SkipWithError("setup failed");
+  const Measured m = NativeWrite(st, *t, size);
+  if (size <= 64) {
+    Figures::Record("native_write_small", m.rate());
+    Figures::Ratio(st, "x_ring", m.rate(), "ring_single");
+  } else {
+    Figures::Record("native_write_large", m.rate() * size);
+    Figures::Ratio(st, "x_memcpy", m.rate() * size, "memcpy");
+  }
+}
+
+void NativePingPongFigure(benchmark::State& st) {
+  auto t = OpenNative("nd2b_nat_pp");
+  if (!t) return st.SkipWithError("setup failed");
+  const Measured m = NativeSendPingPong(st, *t);
+  if (m.items > 0) {
+    Figures::Record("native_rtt", m.secs / m.items);
+    Figures::Ratio(st, "x_tcp", m.secs / m.items, "tcp_rtt");
+  }
+}
+
+}  // namespace
+
+// In this order: each figure after its baselines.
+void RegisterBaselines() {
+  benchmark::RegisterBenchmark("Base/RingPairRaw/one_thread", [](benchmark::State& st) { RingRaw(st, false); })
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("Base/RingPairRaw/cross_thread", [](benchmark::State& st) { RingRaw(st, true); })
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("Base/Memcpy/65536", MemcpyBaseline)->UseRealTime();
+  benchmark::RegisterBenchmark("Base/RawIsalCrc32", [](benchmark::State& st) { Crc(st, false); })
+      ->Arg(64)->Arg(1024)->Arg(4096);
+  benchmark::RegisterBenchmark("Icrc", [](benchmark::State& st) { Crc(st, true); })->Arg(64)->Arg(1024)->Arg(4096);
+  benchmark::RegisterBenchmark("Base/KernelTcpLoopbackPingPong", TcpBaseline)->UseRealTime();
+  benchmark::RegisterBenchmark("Native/Write", NativeWriteFigure)->Arg(8)->Arg(65536)->UseRealTime();
+  benchmark::RegisterBenchmark("Native/SendPingPong", NativePingPongFigure)->UseRealTime();
+}
+
+}  // namespace roce::bench

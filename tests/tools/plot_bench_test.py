@@ -67,6 +67,19 @@ with tempfile.TemporaryDirectory() as tmp:
     bad = lines[:i] + [lines[i].replace("20", "twenty", 1)] + lines[i + 1:]
     rc, out, err = run("--check", write("nan.txt", "\n".join(bad) + "\n"))
     expect(rc == 1 and "not a number" in err, "a row with a word for a number fails")
+    lat = open(LAT).read().splitlines()
+    k = next(n for n, l in enumerate(lat) if l.lstrip().startswith("64 "))
+    f = lat[k].split("\t")
+    nanrow = lat[:k] + [lat[k].replace(lat[k].split()[6], "-nan", 1)] + lat[k + 1:]
+    rc, out, err = run("--check", write("nan.txt", "\n".join(nanrow) + "\n"))
+    expect(rc == 0 and "t_stdev=nan" in out, f"perftest's -nan for a t_stdev is accepted ({err.strip()})")
+    w = lines[i].split()
+    zero = lines[:i] + [" ".join(w[:3] + ["0.00", "0.000000"])] + lines[i + 1:]
+    rc, out, err = run("--check", write("zero.txt", "\n".join(zero) + "\n"))
+    expect(rc == 1 and "both 0" in err, f"a row with a BW and a message rate of 0 fails ({err.strip()})")
+    tiny = lines[:i] + [" ".join(w[:3] + ["0.00", w[4]])] + lines[i + 1:]
+    rc, out, err = run("--check", write("tiny.txt", "\n".join(tiny) + "\n"))
+    expect(rc == 0, "0.00 MB/sec with a message rate is accepted (small messages on a slow link)")
     rc, out, err = run("--check", write("none.txt", "nd-perf: connection A to 1.2.3.4 port 18515: refused\n"))
     expect(rc == 1 and "no result table" in err, "an output without a table fails")
     rc, out, err = run("--check", write("header.txt", "\n".join(lines[: i]) + "\n" + "-" * 87 + "\n"))

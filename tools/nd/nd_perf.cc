@@ -636,7 +636,8 @@ BwReport ComputeBw(const Options& o, uint64_t size, const std::vector<double>& p
   const size_t span = n <= 5000 ? n : std::max<size_t>(1, 20'000'000 / n);
   for (size_t i = 0; i < n; i++)
     for (size_t j = i; j < n && j < i + span; j++)
-      best = std::min(best, std::max(completed[j] - posted[i], 1e-3) / static_cast<double>(j - i + 1));
+      if (completed[j] > posted[i])  // (a window of no time: completions seen in one poll)
+        best = std::min(best, (completed[j] - posted[i]) / static_cast<double>(j - i + 1));
   r.peak = static_cast<double>(size) / best * 1e6 / unit;
   return r;
 }
@@ -948,6 +949,9 @@ class Side {
   // handshake arrives on connection A) and measures them; the receives are reposted as they
   // complete.
   BwReport SendBwServe(uint64_t size) {
+    // The clock starts when our answer to the handshake before the size has gone: the client
+    // starts sending when it has it.
+    const double t0 = NowUs();
     ND2_RESULT res[32];
     std::vector<double> completed;
     completed.reserve(o_.duration ? 1024 : o_.iters);
@@ -978,9 +982,10 @@ class Side {
       if (Clock::now() - last_progress > std::chrono::seconds(TimeoutS()))
         Die("no message on connection B for %u s (%" PRIu64 " of %" PRIu64 " arrived)", TimeoutS(), got, o_.iters);
     }
-    // The server sees arrivals only: each message's window starts at the previous arrival.
+    // The server sees arrivals only: each message's window starts at the previous arrival (the
+    // first at the handshake).
     std::vector<double> posted(completed.size());
-    for (size_t i = 0; i < completed.size(); i++) posted[i] = completed[i > 0 ? i - 1 : 0];
+    for (size_t i = 0; i < completed.size(); i++) posted[i] = i > 0 ? completed[i - 1] : t0;
     return ComputeBw(o_, size, posted, completed);
   }
   void PostDataRecv(ULONG slot) {

@@ -1431,6 +1431,9 @@ int RunPair(const Options& o) {
 int main(int argc, char** argv) {
   Options o = ParseArgs(argc, argv);
   ndtool::g_prog = "nd-perf";
+  // A vhost-user or memif peer that exits first closes its socket under our port: a write to
+  // it must fail (EPIPE), not kill us after the test.
+  signal(SIGPIPE, SIG_IGN);
   std::string cfg;
   if (o.port_options || o.pair) {
     std::vector<ndtool::PortOptions> adapters;

@@ -10,6 +10,7 @@
 #include "stack/port/mbuf.h"
 #include "stack/rc/tx.h"
 #include "stack/wire/checksum.h"
+#include "stack/wire/frame.h"
 #include "stack/wire/icrc.h"
 #include "stack/wire/packet.h"
 
@@ -37,6 +38,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   e->cm_ = std::make_unique<roce::cm::ConnectionManager>(e->rc_.get(), cc);
   e->tx_.reserve(opts.burst);
   e->scratch_.resize(16384);
+  e->first_room_ = port::FirstSegmentRoom(port->pool());
   e->tsc0_ = rte_get_tsc_cycles();
   e->ns_per_cycle_ = 1e9 / static_cast<double>(rte_get_tsc_hz());
   Engine* self = e.get();
@@ -71,6 +73,8 @@ Engine::~Engine() {
   telemetry_.Reset();
   for (rte_mbuf* m : tx_) rte_pktmbuf_free(m);
   tx_.clear();
+  if (mcache_n_) rte_pktmbuf_free_bulk(mcache_, mcache_n_);
+  mcache_n_ = 0;
 }
 
 uint64_t Engine::NowNs() const {
@@ -135,6 +139,20 @@ void Engine::SendRaw(ByteSpan frame) {
   if (tx_.size() >= opts_.burst) FlushTx();
 }
 
+rte_mbuf* Engine::TakeMbuf() {
+  if (mcache_n_ == 0) {
+    // Refilled in bulk (one pool access for a burst's worth of frames); a
+    // pool too low for a whole refill still gives what it can, one by one.
+    if (rte_pktmbuf_alloc_bulk(port_->pool(), mcache_, kMbufCache) == 0) {
+      mcache_n_ = kMbufCache;
+    } else {
+      rte_mbuf* m = rte_pktmbuf_alloc(port_->pool());
+      return m;
+    }
+  }
+  return mcache_[--mcache_n_];
+}
+
 bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
   (void)now;
   // Back-pressure: let the device drain before taking more.
@@ -142,70 +160,76 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
     counters_.tx_busy++;
     return false;
   }
-  const NetHeaders& net = *pkt.net;
-  if (net.eth.dst == port_->mac()) {
+  // The path's template: the queue pair's own, or one built for this packet
+  // (CM datagrams).
+  FrameTemplate local;
+  const FrameTemplate* t = pkt.tmpl;
+  if (!t) {
+    local.Build(*pkt.net);
+    t = &local;
+  }
+  const uint32_t plen = pkt.payload_len;
+  const size_t hlen = t->HeadersLen(pkt.bth.opcode);
+  const uint8_t pad = PadFor(plen);
+  const size_t total = hlen + plen + pad + kIcrcLen;
+  if (std::memcmp(t->dst_mac(), port_->mac().b.data(), 6) == 0) {
     // To ourselves (a connection between two of our own QPs): looped back
     // inside the engine, received on the next pass.
-    std::vector<uint8_t> frame(rc::TxFrameLen(pkt));
-    rc::SerializeFrame(pkt, frame.data());
+    std::vector<uint8_t> frame(total);
+    WriteFrame(*t, pkt.bth, pkt.ext, pkt.seg, pkt.nseg, plen, frame.data());
     loopback_.push_back(std::move(frame));
     counters_.tx_loopback++;
     return true;
   }
-  const size_t hlen = HeadersLen(net, pkt.bth.opcode);
-  const uint32_t plen = pkt.payload_len;
-  const uint8_t pad = PadFor(plen);
-  const size_t total = hlen + plen + pad + kIcrcLen;
   if (total > port_->max_frame_len()) {
     counters_.tx_oversize++;
     return true;  // dropped: a path MTU above the port's; the retry budget will tell
   }
-  rte_mbuf* m = port::AllocHeader(port_->pool(), static_cast<uint16_t>(hlen));
+  rte_mbuf* m = TakeMbuf();
   if (!m) {
     counters_.tx_nomem++;
     return false;
   }
   uint8_t* h = rte_pktmbuf_mtod(m, uint8_t*);
-  // Checksums. The IPv4 header checksum is always computed here (it is
-  // cheap, and a port capture — taken before the device — then shows the
-  // real value); the IPv6 UDP checksum, which covers the payload, goes to
-  // the port's offload when it has one.
-  EmitHeaders(net, pkt.bth, pkt.ext, plen, h);
-  Icrc icrc;
-  const size_t l3 = net.eth.Len();
-  icrc.Begin(ByteSpan(h + l3, hlen - l3));
-  icrc.Update(ByteSpan(h + l3 + icrc.begun(), hlen - l3 - icrc.begun()));
-  bool ok = true;
-  for (uint32_t i = 0; i < pkt.nseg && ok; i++) {
-    const ByteSpan s(pkt.seg[i].p, pkt.seg[i].len);
-    icrc.Update(s);
-    ok = port::AppendCopy(m, port_->pool(), s);
+  // The IPv6 UDP checksum covers the payload: the port's offload when it has
+  // one. (The IPv4 header checksum is always written here — incrementally,
+  // from the template — so a port capture, taken before the device, shows
+  // the real value.)
+  const bool udp6_offload = t->ipv6() && port_->offloads().tx_udp_checksum;
+  if (total <= first_room_) {
+    // One segment: headers, payload, pad, then the ICRC in one pass over it.
+    WriteOptions wo;
+    wo.udp6_checksum = !udp6_offload;
+    WriteFrame(*t, pkt.bth, pkt.ext, pkt.seg, pkt.nseg, plen, h, wo);
+    m->data_len = static_cast<uint16_t>(total);
+    m->pkt_len = static_cast<uint32_t>(total);
+  } else {
+    // Larger than a segment: headers first, the payload copied after them
+    // into the chain, the ICRC over the pieces where they lie.
+    t->WriteHeaders(pkt.bth, pkt.ext, plen, h);
+    m->data_len = static_cast<uint16_t>(hlen);
+    m->pkt_len = static_cast<uint32_t>(hlen);
+    uint8_t tail[3 + kIcrcLen] = {};
+    Store32Le(tail + pad, IcrcOf(*t, h, hlen, pkt.seg, pkt.nseg, pad));
+    bool ok = true;
+    for (uint32_t i = 0; i < pkt.nseg && ok; i++)
+      ok = port::AppendCopy(m, port_->pool(), ByteSpan(pkt.seg[i].p, pkt.seg[i].len));
+    ok = ok && port::AppendCopy(m, port_->pool(), ByteSpan(tail, pad + kIcrcLen));
+    if (!ok) {
+      rte_pktmbuf_free(m);
+      counters_.tx_nomem++;
+      return false;
+    }
+    if (t->ipv6() && !udp6_offload)
+      Store16(h + t->l4() + 6, t->Udp6ChecksumOf(h, hlen, pkt.seg, pkt.nseg, ByteSpan(tail, pad + kIcrcLen)));
   }
-  uint8_t tail[3 + kIcrcLen] = {};
-  icrc.Update(ByteSpan(tail, pad));
-  Store32Le(tail + pad, icrc.Value());
-  ok = ok && port::AppendCopy(m, port_->pool(), ByteSpan(tail, pad + kIcrcLen));
-  if (!ok) {
-    rte_pktmbuf_free(m);
-    counters_.tx_nomem++;
-    return false;
-  }
-  if (net.ipv6) {
+  if (udp6_offload) {
     port::TxChecksumRequest want;
-    want.l2_len = static_cast<uint16_t>(l3);
+    want.l2_len = static_cast<uint16_t>(t->l3());
     want.l3_len = Ipv6Header::kLen;
     want.ipv6 = true;
     want.udp_checksum = true;
-    if (port_->RequestTxChecksums(m, want).udp_checksum) {
-      // In software: pseudo-header + UDP header, then the datagram's pieces.
-      const size_t udp_at = l3 + Ipv6Header::kLen;
-      InetChecksum c = BeginUdp6Checksum(net.ip6.src.data(), net.ip6.dst.data(),
-                                         static_cast<uint32_t>(total - udp_at), h + udp_at);
-      c.Add(ByteSpan(h + udp_at + UdpHeader::kLen, hlen - udp_at - UdpHeader::kLen));
-      for (uint32_t i = 0; i < pkt.nseg; i++) c.Add(ByteSpan(pkt.seg[i].p, pkt.seg[i].len));
-      c.Add(ByteSpan(tail, pad + kIcrcLen));
-      Store16(h + udp_at + 6, c.Finish());
-    }
+    port_->RequestTxChecksums(m, want);
   }
   counters_.tx_roce++;
   tx_.push_back(m);
@@ -215,55 +239,160 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
 
 // ---- RX -----------------------------------------------------------------------------
 
+namespace {
+
+// RoCEv2? (IPv4/IPv6, UDP, destination port 4791 — any source port.) A peek
+// at four fields of the first `avail` bytes; false also when they do not
+// reach that far (the caller copies a chain together and asks again).
+bool IsRoceV2(const uint8_t* f, size_t avail) {
+  if (avail < 14) return false;
+  size_t off = 12;
+  uint16_t et = Load16(f + off);
+  off += 2;
+  if (et == kEtherTypeVlan && avail >= 18) {
+    et = Load16(f + off + 2);
+    off += 4;
+  }
+  if (et == kEtherTypeIpv4 && avail >= off + 20 && f[off + 9] == kIpProtoUdp) {
+    const size_t l4 = off + (f[off] & 0xF) * 4u;
+    return avail >= l4 + 4 && Load16(f + l4 + 2) == kRoceV2Port;
+  }
+  if (et == kEtherTypeIpv6 && avail >= off + 44 && f[off + 6] == kIpProtoUdp)
+    return Load16(f + off + 42) == kRoceV2Port;
+  return false;
+}
+
+}  // namespace
+
 void Engine::HandleRx(rte_mbuf* m, uint64_t now) {
   counters_.rx_frames++;
+  const uint8_t* head = rte_pktmbuf_mtod(m, const uint8_t*);
+  if (IsRoceV2(head, m->data_len)) {
+    counters_.rx_roce++;
+    ReceiveRoce(head, m->data_len, m->pkt_len, m, now);
+    return;
+  }
   ByteSpan frame;
   if (m->nb_segs == 1) {
-    frame = ByteSpan(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+    frame = ByteSpan(head, m->data_len);
   } else {
-    if (m->pkt_len > scratch_.size()) {
-      counters_.rx_too_long++;
-      return;
-    }
-    const size_t n = port::CopyOut(m, 0, MutByteSpan(scratch_.data(), m->pkt_len));
-    frame = ByteSpan(scratch_.data(), n);
-    counters_.rx_linearized++;
+    if (!Linearize(m, &frame)) return;
   }
   HandleFrame(frame, now);
 }
 
+bool Engine::Linearize(const rte_mbuf* m, ByteSpan* out) {
+  if (m->pkt_len > scratch_.size()) {
+    counters_.rx_too_long++;
+    return false;
+  }
+  const size_t n = port::CopyOut(m, 0, MutByteSpan(scratch_.data(), m->pkt_len));
+  *out = ByteSpan(scratch_.data(), n);
+  counters_.rx_linearized++;
+  return true;
+}
+
 void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
+  if (IsRoceV2(frame.data(), frame.size())) {
+    counters_.rx_roce++;
+    ReceiveRoce(frame.data(), frame.size(), frame.size(), nullptr, now);
+    return;
+  }
   const neighbor::FrameKind k = neighbor::ClassifyNeighborFrame(frame);
   if (k != neighbor::FrameKind::kOther) {
     counters_.rx_arp_ndp++;
     neighbors_->HandleFrame(frame, now, [this](ByteSpan f) { SendRaw(f); });
     return;
   }
-  // RoCEv2? (IPv4/IPv6, UDP, destination port 4791 — any source port.)
-  size_t off = 12;
-  if (frame.size() < 14) {
-    counters_.rx_other++;
+  counters_.rx_other++;
+}
+
+// A RoCEv2 frame of `len` bytes whose first `avail` are at `head` (m: the
+// chain they start, or null for a contiguous frame). Parsed once, here, from
+// the first segment; the ICRC is verified over the segments where they lie
+// before anything of the packet reaches a queue pair, so a corrupted packet
+// leaves no byte behind; the payload is handed on in place when it lies in
+// one segment (a chain from a zero-copy sender: header | payload | pad+ICRC),
+// and copied together only when a segment boundary cuts it.
+void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rte_mbuf* m, uint64_t now) {
+  rc::DeviceCounters& dc = rc_->counters;
+  ParseOptions po = opts_.rc.parse;
+  if (m && po.verify_ip_checksum && port::RxIpChecksum(m) == port::RxChecksum::kGood)
+    po.verify_ip_checksum = false;
+  RocePacket& p = rx_pkt_;  // reused: no packet struct cleared per frame
+  FrameLayout lay;
+  bool straddle = false;
+  Error e = ParseRoceHeaders(head, avail, len, &p, &lay, &straddle, po);
+  if (straddle) {  // headers cut by a segment boundary: rare, copy the frame together
+    ByteSpan frame;
+    if (m && Linearize(m, &frame)) ReceiveRoce(frame.data(), frame.size(), frame.size(), nullptr, now);
     return;
   }
-  uint16_t et = Load16(&frame[off]);
-  off += 2;
-  if (et == kEtherTypeVlan && frame.size() >= 18) {
-    et = Load16(&frame[off + 2]);
-    off += 4;
-  }
-  bool udp4791 = false;
-  if (et == kEtherTypeIpv4 && frame.size() >= off + 20 && frame[off + 9] == kIpProtoUdp) {
-    const size_t l4 = off + (frame[off] & 0xF) * 4u;
-    udp4791 = frame.size() >= l4 + 4 && Load16(&frame[l4 + 2]) == kRoceV2Port;
-  } else if (et == kEtherTypeIpv6 && frame.size() >= off + 44 && frame[off + 6] == kIpProtoUdp) {
-    udp4791 = Load16(&frame[off + 42]) == kRoceV2Port;
-  }
-  if (!udp4791) {
-    counters_.rx_other++;
+  dc.rx_frames++;
+  if (e != Error::kOk) {
+    dc.rx_errors[static_cast<size_t>(e)]++;
     return;
   }
-  counters_.rx_roce++;
-  rc_->OnFrame(frame, now);
+  const uint8_t pad = p.bth.pad_count;
+  if (lay.end <= avail) {  // the whole datagram in the first segment
+    p.payload = ByteSpan(head + lay.payload, lay.payload_len);
+    p.pad = ByteSpan(head + lay.payload + lay.payload_len, pad);
+    p.icrc = Load32Le(head + lay.icrc);
+    p.trailer = ByteSpan(head + lay.end, avail - lay.end);
+    if (po.verify_icrc && ComputeIcrc(ByteSpan(head + lay.l3, lay.icrc - lay.l3)) != p.icrc) {
+      dc.rx_errors[static_cast<size_t>(Error::kIcrcMismatch)]++;
+      return;
+    }
+  } else {
+    // A chain: the ICRC over the segments in place, up to the ICRC itself.
+    Icrc c;
+    c.BeginAll(ByteSpan(head + lay.l3, std::min<size_t>(avail, lay.icrc) - lay.l3));
+    uint32_t off = static_cast<uint32_t>(avail);
+    const rte_mbuf* seg = m->next;
+    const rte_mbuf* pay_seg = nullptr;  // the segment holding the whole payload, if one does
+    uint32_t pay_seg_off = 0;
+    if (lay.payload + lay.payload_len <= avail) {
+      pay_seg = m;
+      pay_seg_off = 0;
+    }
+    for (; seg && off < lay.icrc; seg = seg->next) {
+      const uint32_t n = std::min<uint32_t>(seg->data_len, lay.icrc - off);
+      c.Update(ByteSpan(rte_pktmbuf_mtod(seg, const uint8_t*), n));
+      if (lay.payload >= off && lay.payload + lay.payload_len <= off + seg->data_len) {
+        pay_seg = seg;
+        pay_seg_off = off;
+      }
+      off += seg->data_len;
+    }
+    uint8_t icrc_bytes[kIcrcLen];
+    const ByteSpan ib = port::ReadContiguous(m, lay.icrc, kIcrcLen, icrc_bytes);
+    if (ib.size() != kIcrcLen) {
+      dc.rx_errors[static_cast<size_t>(Error::kTruncated)]++;
+      return;
+    }
+    p.icrc = Load32Le(ib.data());
+    if (po.verify_icrc && c.Value() != p.icrc) {
+      dc.rx_errors[static_cast<size_t>(Error::kIcrcMismatch)]++;
+      return;
+    }
+    if (lay.payload_len == 0) {
+      p.payload = ByteSpan();
+    } else if (pay_seg) {
+      p.payload = ByteSpan(rte_pktmbuf_mtod(pay_seg, const uint8_t*) + (lay.payload - pay_seg_off),
+                           lay.payload_len);
+    } else {
+      if (lay.payload_len > scratch_.size()) {
+        counters_.rx_too_long++;
+        return;
+      }
+      port::CopyOut(m, lay.payload, MutByteSpan(scratch_.data(), lay.payload_len));
+      p.payload = ByteSpan(scratch_.data(), lay.payload_len);
+      counters_.rx_linearized++;
+    }
+    p.pad = ByteSpan(port::ReadContiguous(m, lay.payload + lay.payload_len, pad, rx_pad_).data(), pad);
+    p.trailer = ByteSpan();
+  }
+  rc_->OnPacket(p, now);
 }
 
 void Engine::AddPostSource(PostSource* s) { post_sources_.push_back(s); }

@@ -4,10 +4,16 @@
 //   device, where the QP is found by destination QPN as an array index;
 //   anything else counted and dropped) → timers (RC retransmit/RNR,
 //   neighbour retries) → let active QPs transmit → TX burst.
-// The engine is the RC core's PacketSink: each packet is built in mbufs
-// (headers emitted into the first segment, payload copied into the chain,
-// ICRC chained over the pieces), with checksum offloads where the port has
-// them and software otherwise.
+// The engine is the RC core's PacketSink: each packet is written by the wire/
+// frame writer (wire/frame.h) from its queue pair's prebuilt template into
+// mbufs taken from a bulk-allocated cache — a frame that fits one segment in
+// one pass (headers, payload, pad, then the ICRC over them), a larger one as
+// headers + payload chain with the ICRC over the pieces where they lie — with
+// the IPv6 UDP checksum offloaded where the port can and in software
+// otherwise. On receive each RoCEv2 frame is parsed once, from its first
+// segment (wire::ParseRoceHeaders); the ICRC is verified over the segments in
+// place before the packet reaches a queue pair, and the payload is handed on
+// in place unless a segment boundary cuts it.
 //
 // Two modes, one engine lock:
 //  - inline: the application thread calls Poll() itself (what ND2's
@@ -136,10 +142,14 @@ class Engine : public rc::PacketSink {
 
  private:
   explicit Engine(port::Port* port, const EngineOptions& opts);
+  // A fresh mbuf for a frame, from a cache refilled with rte_pktmbuf_alloc_bulk.
+  rte_mbuf* TakeMbuf();
   void SendRaw(wire::ByteSpan frame);
   void FlushTx();
   void HandleRx(rte_mbuf* m, uint64_t now);
   void HandleFrame(wire::ByteSpan frame, uint64_t now);
+  void ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rte_mbuf* m, uint64_t now);
+  bool Linearize(const rte_mbuf* m, wire::ByteSpan* out);  // into scratch_
   void Loop();
 
   port::Port* port_;
@@ -150,6 +160,12 @@ class Engine : public rc::PacketSink {
   std::unique_ptr<cm::ConnectionManager> cm_;
   std::vector<rte_mbuf*> tx_;
   std::vector<uint8_t> scratch_;
+  static constexpr uint32_t kMbufCache = 32;
+  rte_mbuf* mcache_[kMbufCache] = {};
+  uint32_t mcache_n_ = 0;
+  uint32_t first_room_ = 0;  // data bytes of a frame's first segment
+  wire::RocePacket rx_pkt_;  // the packet being received (reused, never cleared)
+  uint8_t rx_pad_[4] = {};
   std::deque<std::vector<uint8_t>> loopback_;
   std::vector<PostSource*> post_sources_ ABSL_GUARDED_BY(mu_);
   EngineCounters counters_;

@@ -84,13 +84,24 @@ QueuePair* RcDevice::FindQp(uint32_t qpn) const {
 wire::Error RcDevice::OnFrame(wire::ByteSpan frame, uint64_t now) {
   AdvanceTime(now);
   counters.rx_frames++;
-  wire::RocePacket p;
-  const wire::Error e = wire::ParseRoceFrame(frame, &p, cfg_.parse);
+  // The packet struct is reused from frame to frame (not cleared: the parser
+  // sets every field a queue pair reads); a frame delivered from inside the
+  // handling of another (a test's synchronous link) gets its own.
+  if (rx_busy_) {
+    wire::RocePacket p;
+    const wire::Error e = wire::ParseRoceFrame(frame, &p, cfg_.parse);
+    if (e != wire::Error::kOk) counters.rx_errors[static_cast<size_t>(e)]++;
+    else OnPacket(p, now);
+    return e;
+  }
+  const wire::Error e = wire::ParseRoceFrame(frame, &rx_pkt_, cfg_.parse);
   if (e != wire::Error::kOk) {
     counters.rx_errors[static_cast<size_t>(e)]++;
     return e;
   }
-  OnPacket(p, now);
+  rx_busy_ = true;
+  OnPacket(rx_pkt_, now);
+  rx_busy_ = false;
   return e;
 }
 

@@ -110,6 +110,8 @@ class RcDevice {
   std::deque<std::pair<uint64_t, uint32_t>> quarantine_;  // (destroyed at, qpn), oldest first
   absl::flat_hash_set<uint32_t> quarantined_;
   uint64_t now_ = 0;
+  wire::RocePacket rx_pkt_;  // OnFrame's packet, reused
+  bool rx_busy_ = false;
   GsiHandler gsi_;
   std::vector<uint8_t> in_active_;
   std::deque<uint32_t> active_;

@@ -150,6 +150,7 @@ bool QueuePair::ToRtr(const QpAttr& attr) {
     const uint32_t fl = static_cast<uint32_t>(v & 0xFFFFF);
     net_.udp.src_port = static_cast<uint16_t>(((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)) | 0xC000);
   }
+  tmpl_.Build(net_);
   epsn_ = attr_.rq_psn;
   msn_ = 0;
   nak_sent_ = false;
@@ -409,6 +410,12 @@ void QueuePair::OnTimer(uint64_t now) {
 
 bool QueuePair::Send(TxPacket& pkt, uint64_t now) {
   pkt.net = &net_;
+  pkt.tmpl = &tmpl_;
+  // Anything but this QP's inline buffer is registered memory, which the
+  // sink may reference until it is deregistered (zero-copy, rc/tx.h).
+  const auto p0 = reinterpret_cast<uintptr_t>(pkt.nseg ? pkt.seg[0].p : nullptr);
+  const auto in0 = reinterpret_cast<uintptr_t>(sq_inline_.data());
+  pkt.registered = pkt.nseg != 0 && !(p0 >= in0 && p0 < in0 + sq_inline_.size());
   pkt.qpn = qpn_;
   pkt.bth.pkey = 0xFFFF;
   pkt.bth.dest_qp = attr_.dest_qpn;

@@ -356,6 +356,7 @@ class QueuePair {
 
   // Path template: Ethernet/IP/UDP + our BTH defaults.
   wire::NetHeaders net_;
+  wire::FrameTemplate tmpl_;  // net_'s bytes, prebuilt at RTR (wire/frame.h)
 };
 
 }  // namespace roce::rc

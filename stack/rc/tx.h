@@ -1,30 +1,41 @@
-// What the RC core hands to the layer below for each packet: the path's
-// network headers (a per-QP template), the BTH and extension headers, and the
-// payload as a gather list pointing into registered memory (or a WQE's inline
-// buffer). The sink serializes it — into bytes for the simulated link, into
-// mbufs for DPDK — and must not keep the pointers after Transmit returns.
+// What the RC core hands to the layer below for each packet: the path (its
+// network headers and the queue pair's prebuilt frame template), the BTH and
+// extension headers, and the payload as a gather list pointing into
+// registered memory (or a WQE's inline buffer, or a CM message). The sink
+// writes the frame with the wire/ frame writer (wire/frame.h) — into bytes for
+// the simulated link, into mbufs for DPDK.
+//
+// Lifetime of the payload: a sink must not keep the pointers after Transmit
+// returns, except when `registered` is set: then the pieces lie in registered
+// memory and the sink may reference them (zero-copy) until that memory is
+// deregistered — the engine revokes such references when it is (see
+// engine.h), so nothing reads it after deregistration returns.
 #pragma once
 
 #include <cstdint>
 
+#include "stack/wire/frame.h"
 #include "stack/wire/packet.h"
 
 namespace roce::rc {
 
-struct Segment {
-  const uint8_t* p = nullptr;
-  uint32_t len = 0;
-};
+// A payload piece. Trivial: the gather array of a TxPacket is not zeroed
+// when the packet is declared (only pieces [0, nseg) are ever read).
+using Segment = wire::Gather;
 
 struct TxPacket {
   static constexpr uint32_t kMaxSegs = 34;  // max SGEs + room for split boundaries
   const wire::NetHeaders* net = nullptr;
+  // The path's prebuilt template (a queue pair's, built at RTR from *net);
+  // null: the sink builds one from *net for this packet.
+  const wire::FrameTemplate* tmpl = nullptr;
   wire::Bth bth;
   wire::ExtHeaders ext;
   uint32_t payload_len = 0;
   uint32_t nseg = 0;
-  Segment seg[kMaxSegs];
-  uint32_t qpn = 0;  // sending QP (for counters / capture)
+  uint32_t qpn = 0;          // sending QP (for counters / capture)
+  bool registered = false;   // the pieces lie in registered memory (see above)
+  Segment seg[kMaxSegs];     // [0, nseg) valid; left uninitialised
 };
 
 class PacketSink {
@@ -41,7 +52,8 @@ class PacketSink {
 // Bytes of the frame `pkt` serializes to.
 size_t TxFrameLen(const TxPacket& pkt);
 // Serializes headers, payload, pad, ICRC (and the IPv6 UDP checksum) into
-// out, which must hold TxFrameLen bytes. Returns the frame length.
+// out, which must hold TxFrameLen bytes, with the wire/ frame writer.
+// Returns the frame length.
 size_t SerializeFrame(const TxPacket& pkt, uint8_t* out);
 
 }  // namespace roce::rc

@@ -1,42 +1,76 @@
 #include "stack/wire/packet.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "stack/wire/checksum.h"
 
 namespace roce::wire {
 
-Error ParseTransport(ByteSpan in, RocePacket* out) {
-  if (in.size() < Bth::kLen + kIcrcLen) return Error::kTruncated;
-  out->bth.Parse(in);
+namespace {
+
+// BTH and extension headers of a transport `tlen` bytes long (BTH .. ICRC)
+// at `in`; reads only the BTH and the extension headers (the caller made sure
+// `in` holds at least min(tlen, BTH + 28 + ...) of them, see NeedTransport).
+// Sets *ext_end (offset of the payload) and *payload_len.
+Error ParseTransportHeaders(const uint8_t* in, size_t tlen, RocePacket* out, size_t* ext_end,
+                            size_t* payload_len) {
+  if (tlen < Bth::kLen + kIcrcLen) return Error::kTruncated;
+  out->bth.Parse(ByteSpan(in, Bth::kLen));
   if (out->bth.tver != 0) return Error::kBadTransportVersion;
   const OpcodeInfo& info = GetOpcodeInfo(out->bth.opcode);
   if (info.name == nullptr) return Error::kUnknownOpcode;
-  const size_t after_bth = in.size() - Bth::kLen - kIcrcLen;
+  const size_t after_bth = tlen - Bth::kLen - kIcrcLen;
   if (after_bth < info.ext_len) return Error::kHeaderMismatch;
   const size_t payload_and_pad = after_bth - info.ext_len;
   if (!info.payload && payload_and_pad != 0) return Error::kHeaderMismatch;
   if ((payload_and_pad & 3) != 0 || out->bth.pad_count > payload_and_pad)
     return Error::kBadPadCount;
 
-  const uint8_t* p = in.data() + Bth::kLen;
+  const uint8_t* p = in + Bth::kLen;
   const uint16_t h = info.headers;
   if (h & kHdrDeth) { out->deth.Parse(p); p += kDethLen; }
   if (h & kHdrReth) { out->reth.Parse(p); p += kRethLen; }
   if (h & kHdrAtomicEth) { out->atomic.Parse(p); p += kAtomicEthLen; }
   if (h & kHdrAeth) { out->aeth.Parse(p); p += kAethLen; }
   if (h & kHdrAtomicAckEth) { out->atomic_ack.Parse(p); p += kAtomicAckEthLen; }
-  if (h & kHdrImmDt) { out->imm = Load32(p); p += kImmDtLen; }
-  if (h & kHdrIeth) { out->ieth_rkey = Load32(p); p += kIethLen; }
+  if (h & kHdrImmDt) { out->imm = Load32(p); p += kImmDtLen; } else { out->imm = 0; }
+  if (h & kHdrIeth) { out->ieth_rkey = Load32(p); p += kIethLen; } else { out->ieth_rkey = 0; }
   if (h & kHdrCnpPad) { std::memcpy(out->cnp_resv, p, kCnpPadLen); p += kCnpPadLen; }
-  const size_t payload_len = payload_and_pad - out->bth.pad_count;
+  *ext_end = static_cast<size_t>(p - in);
+  *payload_len = payload_and_pad - out->bth.pad_count;
+  return Error::kOk;
+}
+
+}  // namespace
+
+Error ParseTransport(ByteSpan in, RocePacket* out) {
+  size_t ext_end = 0, payload_len = 0;
+  const Error e = ParseTransportHeaders(in.data(), in.size(), out, &ext_end, &payload_len);
+  if (e != Error::kOk) return e;
+  const uint8_t* p = in.data() + ext_end;
   out->payload = ByteSpan(p, payload_len);
   out->pad = ByteSpan(p + payload_len, out->bth.pad_count);
   out->icrc = Load32Le(in.data() + in.size() - kIcrcLen);
   return Error::kOk;
 }
 
-Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts) {
+Error ParseRoceHeaders(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
+                       FrameLayout* lay, bool* straddle, const ParseOptions& opts) {
+  *straddle = false;
+  if (avail > frame_len) avail = frame_len;
+  // Bytes [0, end) must be readable at head before a header is parsed; when
+  // they are not but the frame is longer, the headers straddle segments.
+  // (A frame shorter than `end` is left to the parsers, which see the frame's
+  // real length and report kTruncated without reading past it.)
+  auto missing = [&](size_t end) { return end > avail && avail < frame_len; };
+  const ByteSpan frame(head, frame_len);  // only [0, avail) is ever read through it
+  if (missing(EthernetHeader::kLen) ||
+      (avail >= EthernetHeader::kLen && Load16(head + 12) == kEtherTypeVlan &&
+       missing(EthernetHeader::kLen + EthernetHeader::kVlanLen))) {
+    *straddle = true;
+    return Error::kTruncated;
+  }
   Error e = out->eth.Parse(frame);
   if (e != Error::kOk) return e;
   const size_t l3 = out->eth.Len();
@@ -44,6 +78,10 @@ Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts) 
   size_t l3_len, l4;
   if (out->eth.ethertype == kEtherTypeIpv4) {
     out->ipv6 = false;
+    if (missing(l3 + Ipv4Header::kLen) || (avail >= l3 + 1 && missing(l3 + (head[l3] & 0x0F) * 4u))) {
+      *straddle = true;
+      return Error::kTruncated;
+    }
     if ((e = out->ip4.Parse(ip)) != Error::kOk) return e;
     if (opts.verify_ip_checksum && !Ipv4Header::VerifyChecksum(ip.data(), out->ip4.Len()))
       return Error::kBadIpChecksum;
@@ -52,6 +90,10 @@ Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts) 
     l4 = out->ip4.Len();
   } else if (out->eth.ethertype == kEtherTypeIpv6) {
     out->ipv6 = true;
+    if (missing(l3 + Ipv6Header::kLen)) {
+      *straddle = true;
+      return Error::kTruncated;
+    }
     if ((e = out->ip6.Parse(ip)) != Error::kOk) return e;
     if (out->ip6.next_header != kIpProtoUdp) return Error::kNotUdp;
     l3_len = Ipv6Header::kLen + out->ip6.payload_length;
@@ -60,15 +102,49 @@ Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts) 
     return Error::kBadEthertype;
   }
   ip = ip.first(l3_len);
+  const size_t udp_at = l3 + l4;
+  const size_t bth_at = udp_at + UdpHeader::kLen;
+  const size_t end = l3 + l3_len;  // within the frame: the IP parsers checked
+  if (missing(std::min(end, bth_at))) {
+    *straddle = true;
+    return Error::kTruncated;
+  }
   if ((e = out->udp.Parse(ip.subspan(l4))) != Error::kOk) return e;
   if (out->udp.length != l3_len - l4) return Error::kBadUdpLength;
   if (out->udp.dst_port != kRoceV2Port) return Error::kNotRoce;
-  if ((e = ParseTransport(ip.subspan(l4 + UdpHeader::kLen), out)) != Error::kOk) return e;
-  out->trailer = frame.subspan(l3 + l3_len);
+  // The BTH, then the extension headers its opcode has (bounded by the
+  // datagram, whose length the transport parser checks).
+  if (missing(std::min(end, bth_at + Bth::kLen)) ||
+      (avail > bth_at &&
+       missing(std::min(end, bth_at + Bth::kLen + GetOpcodeInfo(head[bth_at]).ext_len)))) {
+    *straddle = true;
+    return Error::kTruncated;
+  }
+  size_t ext_end = 0, payload_len = 0;
+  e = ParseTransportHeaders(head + bth_at, l3_len - l4 - UdpHeader::kLen, out, &ext_end, &payload_len);
+  if (e != Error::kOk) return e;
   out->l3_offset = static_cast<uint16_t>(l3);
-  out->bth_offset = static_cast<uint16_t>(l3 + l4 + UdpHeader::kLen);
+  out->bth_offset = static_cast<uint16_t>(bth_at);
+  lay->l3 = static_cast<uint32_t>(l3);
+  lay->bth = static_cast<uint32_t>(bth_at);
+  lay->payload = static_cast<uint32_t>(bth_at + ext_end);
+  lay->payload_len = static_cast<uint32_t>(payload_len);
+  lay->end = static_cast<uint32_t>(end);
+  lay->icrc = lay->end - static_cast<uint32_t>(kIcrcLen);
+  return Error::kOk;
+}
+
+Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts) {
+  FrameLayout lay;
+  bool straddle;
+  const Error e = ParseRoceHeaders(frame.data(), frame.size(), frame.size(), out, &lay, &straddle, opts);
+  if (e != Error::kOk) return e;
+  out->payload = frame.subspan(lay.payload, lay.payload_len);
+  out->pad = frame.subspan(lay.payload + lay.payload_len, out->bth.pad_count);
+  out->icrc = Load32Le(frame.data() + lay.icrc);
+  out->trailer = frame.subspan(lay.end);
   if (opts.verify_icrc) {
-    if (ComputeIcrc(ip.first(l3_len - kIcrcLen)) != out->icrc) return Error::kIcrcMismatch;
+    if (ComputeIcrc(frame.subspan(lay.l3, lay.icrc - lay.l3)) != out->icrc) return Error::kIcrcMismatch;
   }
   return Error::kOk;
 }

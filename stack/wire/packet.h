@@ -66,6 +66,30 @@ struct ParseOptions {
 // Parses and validates a frame. On kOk every field of *out is set.
 Error ParseRoceFrame(ByteSpan frame, RocePacket* out, const ParseOptions& opts = {});
 
+// Where the parts of a RoCEv2 frame lie, as offsets from its first byte.
+struct FrameLayout {
+  uint32_t l3 = 0;           // IP header
+  uint32_t bth = 0;          // BTH
+  uint32_t payload = 0;      // first payload byte (after the extension headers)
+  uint32_t payload_len = 0;  // without pad
+  uint32_t icrc = 0;         // the ICRC (after the pad)
+  uint32_t end = 0;          // end of the IP datagram (icrc + 4); Ethernet padding follows
+};
+
+// Parses and validates every header of a frame that is `frame_len` bytes long
+// and whose first `avail` bytes are at `head`; the rest (payload, pad, ICRC)
+// may lie elsewhere — later segments of an mbuf chain. Fills *out except
+// payload, pad, icrc and trailer, and *lay; verifies neither the ICRC nor
+// anything behind the headers. With avail == frame_len it accepts and rejects
+// exactly what ParseRoceFrame does (which is built on it). Returns kTruncated
+// with *straddle set when the frame is long enough but its headers do not lie
+// within the first `avail` bytes (copy them together and parse again).
+// Extension fields the opcode does not carry keep what *out held, except
+// imm and ieth_rkey, which are zeroed: *out may be reused from packet to
+// packet without being cleared.
+Error ParseRoceHeaders(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
+                       FrameLayout* lay, bool* straddle, const ParseOptions& opts = {});
+
 // Parses the UDP payload of a RoCEv2 datagram (BTH .. ICRC) into the
 // transport fields of *out. Does not verify the ICRC (it needs the IP header).
 Error ParseTransport(ByteSpan bth_to_icrc, RocePacket* out);

@@ -52,6 +52,8 @@
 #include <ndspi.h>
 #include <ndsupport.h>
 
+#include "nd/nd_port_options.h"  // tools/nd: the port options as an ND2_CONFIG file
+
 namespace {
 
 constexpr ULONG kInfoLen = 16;
@@ -223,59 +225,27 @@ HRESULT Finish(IND2Overlapped* o, OVERLAPPED* ov, HRESULT h) {
   return h;
 }
 
-bool HasChars(const std::string& s, const char* bad) { return s.find_first_of(bad) != std::string::npos; }
-
-// The ND2 configuration for the port options: one adapter, inline progress.
+// The ND2 configuration for the port options: one adapter, inline progress
+// (tools/nd/nd_port_options.h, shared with nd-perf).
 bool WriteConfig(const Options& o, std::string* path) {
-  std::string profile = o.profile;
-  char real[PATH_MAX];
-  // A path the shell gave (relative to here), not a drivers-cfg name: the
-  // configuration file lives elsewhere, so make it absolute.
-  if (access(profile.c_str(), R_OK) == 0 && realpath(profile.c_str(), real)) profile = real;
-  std::string text = "; written by rping for NdStartup (ND2_CONFIG)\n[adapter0]\n";
-  auto line = [&](const std::string& k, const std::string& v) {
-    if (HasChars(k, ";=\n[]") || HasChars(v, ";\n")) {
-      std::fprintf(stderr, "rping: '%s = %s' cannot be written to an ND2 configuration (; or newline)\n",
-                   k.c_str(), v.c_str());
-      return false;
-    }
-    text += k + " = " + v + "\n";
-    return true;
-  };
-  bool ok = line("profile", profile);
-  if (!o.iface.empty()) ok = ok && line("iface", o.iface);
-  for (const std::string& ip : o.ips) ok = ok && line(ip.find(':') == std::string::npos ? "ip" : "ip6", ip);
-  if (!o.capture.empty()) ok = ok && line("capture", o.capture);
-  for (const std::string& s : o.sets) {
-    const size_t eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "rping: --set %s: not section.key=value or key=value\n", s.c_str());
-      return false;
-    }
-    ok = ok && line(s.substr(0, eq), s.substr(eq + 1));
-  }
-  if (o.drop_rx_dreqs) ok = ok && line("cm_drop_rx_dreqs", std::to_string(o.drop_rx_dreqs));
-  if (o.drop_tx_dreqs) ok = ok && line("cm_drop_tx_dreqs", std::to_string(o.drop_tx_dreqs));
-  ok = ok && line("progress", "inline");
-  if (!ok) return false;
-  const char* dir = std::getenv("TMPDIR");
-  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/rping-nd2-XXXXXX.ini";
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back(0);
-  const int fd = mkstemps(name.data(), 4);
-  if (fd < 0) {
-    std::fprintf(stderr, "rping: cannot create %s: %s\n", tmpl.c_str(), std::strerror(errno));
+  ndtool::PortOptions p;
+  p.profile = o.profile;
+  p.iface = o.iface;
+  p.ips = o.ips;
+  p.sets = o.sets;
+  p.capture = o.capture;
+  if (o.drop_rx_dreqs) p.sets.push_back("cm_drop_rx_dreqs=" + std::to_string(o.drop_rx_dreqs));
+  if (o.drop_tx_dreqs) p.sets.push_back("cm_drop_tx_dreqs=" + std::to_string(o.drop_tx_dreqs));
+  std::string err;
+  if (!ndtool::WriteNd2Config({p}, "rping", path, &err)) {
+    std::fprintf(stderr, "rping: %s\n", err.c_str());
     return false;
   }
-  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  *path = name.data();
-  if (!written) {
-    std::fprintf(stderr, "rping: cannot write %s\n", path->c_str());
-    unlink(path->c_str());
-    return false;
+  if (o.debug) {
+    std::string text;
+    ndtool::Nd2ConfigText({p}, &text, &err);
+    std::printf("ND2 configuration (%s):\n%s", path->c_str(), text.c_str());
   }
-  if (o.debug) std::printf("ND2 configuration (%s):\n%s", path->c_str(), text.c_str());
   return true;
 }
 

@@ -2,8 +2,7 @@
 // --set, --capture; README "Tools", rc-pingpong) for an ND2 program, which gets its adapters
 // from the INI file ND2_CONFIG names (nd2api/src/config.h): the options become such a file,
 // written to a temporary path that ND2_CONFIG is set to before NdStartup. Public ND2 headers and
-// the C++ standard library only, like the programs that include it (nd-perf; build/tools/rping
-// does the same in its own source).
+// the C++ standard library only, like the programs that include it (nd-perf, build/tools/rping).
 //
 //   PortOptions p;  ... p.ips.push_back("198.18.0.10/24") ...
 //   std::string path, err;

@@ -39,6 +39,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   e->tx_.reserve(opts.burst);
   e->scratch_.resize(16384);
   e->first_room_ = port::FirstSegmentRoom(port->pool());
+  if (port->zero_copy_tx() && opts.zero_copy_min) {
+    e->zc_ = port::ZcPool::Create(opts.zero_copy_frames);
+    Engine* me = e.get();
+    e->rc_->memory().on_deregister = [me](uint64_t addr, uint64_t len) { me->RevokeZeroCopy(addr, len); };
+  }
   e->tsc0_ = rte_get_tsc_cycles();
   e->ns_per_cycle_ = 1e9 / static_cast<double>(rte_get_tsc_hz());
   Engine* self = e.get();
@@ -53,6 +58,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("tx_neighbor", c.tx_neighbor);
     d.Add("tx_nomem", c.tx_nomem);
     d.Add("tx_oversize", c.tx_oversize);
+    d.Add("tx_zero_copy", c.tx_zero_copy);
+    d.Add("tx_zc_revoked", c.tx_zc_revoked);
+    d.Add("rx_zc_revoked", c.rx_zc_revoked);
     // Read without the engine lock: DestroyQp holds it while unregistering
     // (which takes the registry lock this callback runs under). Counters are
     // single-writer 64-bit values; a reply may be a poll pass stale.
@@ -75,6 +83,28 @@ Engine::~Engine() {
   tx_.clear();
   if (mcache_n_) rte_pktmbuf_free_bulk(mcache_, mcache_n_);
   mcache_n_ = 0;
+  if (zc_) {
+    rc_->memory().on_deregister = nullptr;
+    port_->PurgeRevokedTx(opts_.queue);  // (after Close: everything is revoked)
+    zc_->Close();
+    zc_ = nullptr;
+  }
+}
+
+void Engine::RevokeZeroCopy(uint64_t addr, uint64_t len) {
+  zc_->Revoke(addr, len);
+  // Frames of this pass not yet handed to the port, then the port's backlog.
+  size_t kept = 0;
+  for (rte_mbuf* m : tx_) {
+    if (port::ZcRevoked(m)) {
+      rte_pktmbuf_free(m);
+      counters_.tx_zc_revoked++;
+    } else {
+      tx_[kept++] = m;
+    }
+  }
+  tx_.resize(kept);
+  counters_.tx_zc_revoked += port_->PurgeRevokedTx(opts_.queue);
 }
 
 uint64_t Engine::NowNs() const {
@@ -153,6 +183,45 @@ rte_mbuf* Engine::TakeMbuf() {
   return mcache_[--mcache_n_];
 }
 
+bool Engine::AttachPayload(rte_mbuf* m, const FrameTemplate& t, const rc::TxPacket& pkt, size_t hlen,
+                           bool udp6_offload) {
+  rte_mbuf* seg[3];
+  const uint32_t n = pkt.nseg;
+  for (uint32_t i = 0; i <= n; i++) {
+    seg[i] = TakeMbuf();
+    if (!seg[i]) {
+      for (uint32_t j = 0; j < i; j++) rte_pktmbuf_free(seg[j]);
+      return false;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (!zc_->Attach(seg[i], pkt.seg[i].p, static_cast<uint16_t>(pkt.seg[i].len))) {
+      for (uint32_t j = 0; j <= n; j++) rte_pktmbuf_free(seg[j]);  // detaches what was attached
+      return false;
+    }
+  }
+  uint8_t* h = rte_pktmbuf_mtod(m, uint8_t*);
+  t.WriteHeaders(pkt.bth, pkt.ext, pkt.payload_len, h);
+  m->data_len = static_cast<uint16_t>(hlen);
+  // The ICRC: the payload's one pass, where it lies.
+  const uint8_t pad = PadFor(pkt.payload_len);
+  rte_mbuf* tail = seg[n];
+  uint8_t* tb = rte_pktmbuf_mtod(tail, uint8_t*);
+  for (uint8_t i = 0; i < pad; i++) tb[i] = 0;
+  Store32Le(tb + pad, IcrcOf(t, h, hlen, pkt.seg, n, pad));
+  tail->data_len = static_cast<uint16_t>(pad + kIcrcLen);
+  rte_mbuf* last = m;
+  for (uint32_t i = 0; i <= n; i++) {
+    last->next = seg[i];
+    last = seg[i];
+  }
+  m->nb_segs = static_cast<uint16_t>(n + 2);
+  m->pkt_len = static_cast<uint32_t>(hlen + pkt.payload_len + pad + kIcrcLen);
+  if (t.ipv6() && !udp6_offload)
+    Store16(h + t.l4() + 6, t.Udp6ChecksumOf(h, hlen, pkt.seg, n, ByteSpan(tb, pad + kIcrcLen)));
+  return true;
+}
+
 bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
   (void)now;
   // Back-pressure: let the device drain before taking more.
@@ -196,7 +265,10 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
   // from the template — so a port capture, taken before the device, shows
   // the real value.)
   const bool udp6_offload = t->ipv6() && port_->offloads().tx_udp_checksum;
-  if (total <= first_room_) {
+  if (zc_ && pkt.registered && plen >= opts_.zero_copy_min && pkt.nseg <= 2 &&
+      AttachPayload(m, *t, pkt, hlen, udp6_offload)) {
+    counters_.tx_zero_copy++;
+  } else if (total <= first_room_) {
     // One segment: headers, payload, pad, then the ICRC in one pass over it.
     WriteOptions wo;
     wo.udp6_checksum = !udp6_offload;
@@ -269,7 +341,18 @@ void Engine::HandleRx(rte_mbuf* m, uint64_t now) {
   const uint8_t* head = rte_pktmbuf_mtod(m, const uint8_t*);
   if (IsRoceV2(head, m->data_len)) {
     counters_.rx_roce++;
+    // Zero-copy segments of an in-process sender are read under a read
+    // reference; a revoked one (its memory was deregistered) is not read.
+    port::ZcRead zr = port::ZcRead::kNone;
+    if (m->nb_segs > 1 || RTE_MBUF_HAS_EXTBUF(m)) {
+      zr = port::ZcAcquireFrame(m);
+      if (zr == port::ZcRead::kRevoked) {
+        counters_.rx_zc_revoked++;
+        return;
+      }
+    }
     ReceiveRoce(head, m->data_len, m->pkt_len, m, now);
+    if (zr == port::ZcRead::kHeld) port::ZcReleaseFrame(m);
     return;
   }
   ByteSpan frame;

@@ -44,6 +44,7 @@
 #include "stack/engine/post_ring.h"
 #include "stack/neighbor/neighbor.h"
 #include "stack/port/port.h"
+#include "stack/port/zerocopy.h"
 #include "stack/rc/device.h"
 
 namespace roce::engine {
@@ -66,6 +67,13 @@ struct EngineOptions {
   // idle_sleep_max_ns = 0: always spin.
   uint64_t idle_spin_ns = 200'000;
   uint64_t idle_sleep_max_ns = 1'000'000;
+  // Zero-copy TX: a payload at least this long that lies in registered memory
+  // goes out as mbufs attached to that memory (no copy; the ICRC is its one
+  // pass over it) when the port allows it (Port::zero_copy_tx). 0: never.
+  // Deregistering the memory revokes such frames still in flight
+  // (port/zerocopy.h): nothing reads it after DeregisterRegion returns.
+  uint32_t zero_copy_min = 1024;
+  uint32_t zero_copy_frames = 4096;  // zero-copy frames in flight at most (then: copied)
 };
 
 struct EngineCounters {
@@ -73,6 +81,9 @@ struct EngineCounters {
   uint64_t rx_too_long = 0;
   uint64_t tx_roce = 0, tx_neighbor = 0, tx_nomem = 0, tx_oversize = 0, tx_busy = 0;
   uint64_t tx_loopback = 0;  // frames to our own MAC, received by the next pass
+  uint64_t tx_zero_copy = 0;    // frames whose payload went out attached, not copied
+  uint64_t tx_zc_revoked = 0;   // zero-copy frames dropped before the device: memory deregistered
+  uint64_t rx_zc_revoked = 0;   // zero-copy frames (of an in-process sender) dropped unread: revoked
   uint64_t polls = 0;
 };
 
@@ -144,6 +155,11 @@ class Engine : public rc::PacketSink {
   explicit Engine(port::Port* port, const EngineOptions& opts);
   // A fresh mbuf for a frame, from a cache refilled with rte_pktmbuf_alloc_bulk.
   rte_mbuf* TakeMbuf();
+  // Headers in m (one segment), the payload attached zero-copy, pad + ICRC in
+  // a tail segment. False (m untouched): fall back to copying.
+  bool AttachPayload(rte_mbuf* m, const wire::FrameTemplate& t, const rc::TxPacket& pkt, size_t hlen,
+                     bool udp6_offload);
+  void RevokeZeroCopy(uint64_t addr, uint64_t len);
   void SendRaw(wire::ByteSpan frame);
   void FlushTx();
   void HandleRx(rte_mbuf* m, uint64_t now);
@@ -166,6 +182,7 @@ class Engine : public rc::PacketSink {
   uint32_t first_room_ = 0;  // data bytes of a frame's first segment
   wire::RocePacket rx_pkt_;  // the packet being received (reused, never cleared)
   uint8_t rx_pad_[4] = {};
+  port::ZcPool* zc_ = nullptr;  // zero-copy references (null: off); closed, not deleted
   std::deque<std::vector<uint8_t>> loopback_;
   std::vector<PostSource*> post_sources_ ABSL_GUARDED_BY(mu_);
   EngineCounters counters_;

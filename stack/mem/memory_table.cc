@@ -94,8 +94,10 @@ Result MemoryTable::DeregisterRegion(uint32_t handle) {
   if (handle == 0 || handle >= slots_.size() || slots_[handle].kind != Kind::kRegion)
     return Result::kInvalidHandle;
   if (slots_[handle].windows != 0) return Result::kBusy;
+  const uint64_t addr = slots_[handle].addr, length = slots_[handle].length;
   Release(handle);
   live_regions_--;
+  if (on_deregister) on_deregister(addr, length);
   return Result::kOk;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -66,6 +67,10 @@ class MemoryTable {
   // len 0 is kInvalidBufferSize (ND2's rules).
   Result RegisterRegion(uint64_t addr, uint64_t length, uint32_t access, RegionInfo* out);
   Result DeregisterRegion(uint32_t handle);  // kBusy while windows are bound to it
+  // Called by DeregisterRegion with the region's range before it returns kOk:
+  // the engine revokes zero-copy frames that still point into it, so nothing
+  // reads the memory once the application has it back.
+  std::function<void(uint64_t addr, uint64_t length)> on_deregister;
 
   // Windows: created unbound. AllocateWindowToken picks the token the next
   // bind will activate (ND2: the token is valid as soon as Bind returns, while

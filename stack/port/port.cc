@@ -1,5 +1,7 @@
 #include "stack/port/port.h"
 
+#include "stack/port/zerocopy.h"
+
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <sys/ioctl.h>
@@ -334,6 +336,12 @@ absl::Status Port::Configure() {
                  (o.rx_scatter ? RTE_ETH_RX_OFFLOAD_SCATTER : 0);
   if (info.tx_desc_lim.nb_mtu_seg_max) max_tx_segs_ = info.tx_desc_lim.nb_mtu_seg_max;
   if (info.tx_desc_lim.nb_seg_max) max_tx_segs_ = std::min(max_tx_segs_, info.tx_desc_lim.nb_seg_max);
+  {
+    const std::string& d = profile_.driver;
+    const bool cpu_reader = driver_->kind == DriverKind::kRing || d == "net_tap" ||
+                            d == "net_af_packet" || d == "net_pcap";
+    zero_copy_tx_ = cpu_reader && o.tx_multiseg && max_tx_segs_ >= 4;
+  }
 
   rte_eth_conf conf{};
   conf.rxmode.offloads = o.rx_enabled;
@@ -467,7 +475,17 @@ void Port::AccountRx(RxQueue& rq, rte_mbuf* const* pkts, uint16_t n) {
   for (uint16_t i = 0; i < n; i++) bytes += pkts[i]->pkt_len;
   rq.packets.Add(n);
   rq.bytes.Add(bytes);
-  if (capture_) capture_->Write(pkts, n, Capture::NowNs());
+  if (capture_) {
+    const uint64_t now = Capture::NowNs();
+    for (uint16_t i = 0; i < n; i++) {
+      // A zero-copy frame from an in-process sender is read under a read
+      // reference (a revoked one is not captured; the engine drops it).
+      const ZcRead r = ZcAcquireFrame(pkts[i]);
+      if (r == ZcRead::kRevoked) continue;
+      capture_->Write(&pkts[i], 1, now);
+      if (r == ZcRead::kHeld) ZcReleaseFrame(pkts[i]);
+    }
+  }
 }
 
 uint16_t Port::RxBurst(uint16_t q, rte_mbuf** pkts, uint16_t n) {
@@ -494,7 +512,22 @@ uint16_t Port::RxSlow(RxQueue& rq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
   rte_mbuf** list = raw;
   uint16_t k = got;
   if (rq.faults.active()) {
-    k = rq.faults.Apply(raw, got, faulted, pool_);
+    // Fault injection copies frames: zero-copy ones are copied into the pool
+    // first, under a read reference (a revoked one is dropped).
+    uint16_t kept = 0;
+    for (uint16_t i = 0; i < got; i++) {
+      rte_mbuf* m = raw[i];
+      const ZcRead r = ZcAcquireFrame(m);
+      if (r != ZcRead::kNone) {
+        rte_mbuf* c = r == ZcRead::kHeld ? rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX) : nullptr;
+        if (r == ZcRead::kHeld) ZcReleaseFrame(m);
+        rte_pktmbuf_free(m);
+        if (!c) continue;
+        m = c;
+      }
+      raw[kept++] = m;
+    }
+    k = rq.faults.Apply(raw, kept, faulted, pool_);
     list = faulted;
   }
   uint16_t i = 0;
@@ -612,6 +645,35 @@ uint16_t Port::Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, const uint32_t* 
   }
   tq.backlog_gauge.store(static_cast<uint32_t>(tq.count), std::memory_order_relaxed);
   return static_cast<uint16_t>(sent + queued);
+}
+
+size_t Port::PurgeRevokedTx(uint16_t q) {
+  if (q >= profile_.tx_queues) return 0;
+  TxQueue& tq = txq_[q];
+  size_t dropped = 0;
+  size_t kept = 0;
+  const size_t cap = tq.backlog.size();
+  for (size_t i = 0; i < tq.count; i++) {
+    rte_mbuf* m = tq.backlog[(tq.head + i) % cap];
+    if (ZcRevoked(m)) {
+      rte_pktmbuf_free(m);
+      dropped++;
+    } else {
+      tq.backlog[(tq.head + kept) % cap] = m;
+      kept++;
+    }
+  }
+  tq.count = kept;
+  tq.backlog_gauge.store(static_cast<uint32_t>(tq.count), std::memory_order_relaxed);
+  if (rte_mbuf* h = tq.faults.TakeHeld()) {
+    if (ZcRevoked(h)) {
+      rte_pktmbuf_free(h);
+      dropped++;
+    } else {
+      Submit(tq, q, &h, nullptr, 1);
+    }
+  }
+  return dropped;
 }
 
 void Port::Flush(uint16_t q) {

@@ -106,6 +106,17 @@ class Port {
   void Flush(uint16_t queue);
   uint32_t TxBacklog(uint16_t queue) const;
 
+  // Whether frames may carry zero-copy segments (port/zerocopy.h): the driver
+  // reads TX frames on the CPU — inside rte_eth_tx_burst (net_tap,
+  // net_af_packet, net_pcap) or in this process's peer engine (net_ring) — and
+  // chains of 4 segments go out as they are. Not for DMA or shared-memory
+  // devices (PCI NICs, vhost/virtio_user, memif), which only see DPDK memory.
+  bool zero_copy_tx() const { return zero_copy_tx_; }
+  // Frees the frames waiting in queue q's TX backlog or fault hold slot whose
+  // zero-copy memory was revoked (ZcPool::Revoke): they must not reach the
+  // device. Returns how many. Call with the lock Revoke was called with.
+  size_t PurgeRevokedTx(uint16_t queue);
+
   // Checksum offload: sets ol_flags, l2_len, l3_len (and the UDP pseudo-
   // header sum the offload needs) for what this port offloads, and returns
   // the part of `want` the caller must still compute in software. The
@@ -150,6 +161,7 @@ class Port {
   wire::MacAddr mac_;
   uint32_t max_frame_len_ = 0;
   uint16_t max_tx_segs_ = UINT16_MAX;
+  bool zero_copy_tx_ = false;
   std::unique_ptr<RxQueue[]> rxq_;
   std::unique_ptr<TxQueue[]> txq_;
   std::vector<rte_flow*> flows_;

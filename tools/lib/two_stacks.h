@@ -35,6 +35,8 @@ struct TwoStacksOptions {
   // their QP slots (0: the RC device's default).
   cm::ConnectionManager::Config cm;
   uint32_t max_qps = 0;
+  // EngineOptions::zero_copy_min of both engines (0: payload always copied).
+  uint32_t zero_copy_min = engine::EngineOptions{}.zero_copy_min;
 };
 
 class TwoStacks {

@@ -1,0 +1,111 @@
+#include "stack/port/zerocopy.h"
+
+#include <algorithm>
+
+namespace roce::port {
+
+ZcPool::ZcPool(uint32_t n) : refs_(new ZcRef[n]), n_(n) {
+  free_.reserve(n);
+  local_.reserve(n);
+  for (uint32_t i = 0; i < n; i++) {
+    refs_[i].pool = this;
+    local_.push_back(&refs_[n - 1 - i]);
+  }
+}
+
+ZcPool* ZcPool::Create(uint32_t n) { return new ZcPool(std::max<uint32_t>(n, 1)); }
+
+void ZcPool::Close() {
+  Revoke(0, UINT64_MAX);
+  if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
+bool ZcPool::Attach(rte_mbuf* m, const uint8_t* p, uint16_t len) {
+  if (local_.empty()) {
+    std::lock_guard<std::mutex> l(mu_);
+    local_.swap(free_);
+  }
+  if (local_.empty()) return false;
+  ZcRef* r = local_.back();
+  local_.pop_back();
+  r->addr = reinterpret_cast<uint64_t>(p);
+  r->len = len;
+  r->state.store(0, std::memory_order_relaxed);
+  r->live.store(true, std::memory_order_release);
+  r->shinfo.free_cb = &ZcPool::FreeCb;
+  r->shinfo.fcb_opaque = r;
+  rte_mbuf_ext_refcnt_set(&r->shinfo, 1);
+  holds_.fetch_add(1, std::memory_order_relaxed);
+  in_use_.fetch_add(1, std::memory_order_relaxed);
+  rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(p), static_cast<rte_iova_t>(r->addr), len, &r->shinfo);
+  m->data_len = len;
+  m->pkt_len = len;
+  return true;
+}
+
+void ZcPool::FreeCb(void*, void* opaque) {
+  ZcRef* r = static_cast<ZcRef*>(opaque);
+  r->pool->Put(r);
+}
+
+void ZcPool::Put(ZcRef* r) {
+  r->live.store(false, std::memory_order_release);
+  in_use_.fetch_sub(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(r);
+  }
+  if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
+void ZcPool::Revoke(uint64_t addr, uint64_t len) {
+  const uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+  for (uint32_t i = 0; i < n_; i++) {
+    ZcRef& r = refs_[i];
+    if (!r.live.load(std::memory_order_acquire)) continue;
+    if (r.addr >= end || r.addr + r.len <= addr) continue;
+    uint32_t s = r.state.fetch_or(ZcRef::kRevoked, std::memory_order_acq_rel);
+    if (!(s & ZcRef::kRevoked)) revoked_.fetch_add(1, std::memory_order_relaxed);
+    while ((s & ~ZcRef::kRevoked) != 0) {  // a read in progress (another thread)
+      rte_pause();
+      s = r.state.load(std::memory_order_acquire);
+    }
+  }
+}
+
+bool IsZcSegment(const rte_mbuf* seg) {
+  return RTE_MBUF_HAS_EXTBUF(seg) && seg->shinfo && seg->shinfo->free_cb == &ZcPool::FreeCb;
+}
+
+namespace {
+ZcRef* RefOf(const rte_mbuf* seg) { return static_cast<ZcRef*>(seg->shinfo->fcb_opaque); }
+}  // namespace
+
+ZcRead ZcAcquireFrame(const rte_mbuf* m) {
+  bool any = false;
+  for (const rte_mbuf* s = m; s; s = s->next) {
+    if (!IsZcSegment(s)) continue;
+    ZcRef* r = RefOf(s);
+    if (r->state.fetch_add(1, std::memory_order_acq_rel) & ZcRef::kRevoked) {
+      r->state.fetch_sub(1, std::memory_order_acq_rel);
+      for (const rte_mbuf* t = m; t != s; t = t->next)
+        if (IsZcSegment(t)) RefOf(t)->state.fetch_sub(1, std::memory_order_acq_rel);
+      return ZcRead::kRevoked;
+    }
+    any = true;
+  }
+  return any ? ZcRead::kHeld : ZcRead::kNone;
+}
+
+void ZcReleaseFrame(const rte_mbuf* m) {
+  for (const rte_mbuf* s = m; s; s = s->next)
+    if (IsZcSegment(s)) RefOf(s)->state.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool ZcRevoked(const rte_mbuf* m) {
+  for (const rte_mbuf* s = m; s; s = s->next)
+    if (IsZcSegment(s) && (RefOf(s)->state.load(std::memory_order_acquire) & ZcRef::kRevoked)) return true;
+  return false;
+}
+
+}  // namespace roce::port

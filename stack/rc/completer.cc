@@ -87,6 +87,8 @@ void QueuePair::OnResponse(const RocePacket& p, uint64_t now) {
     case op::kRcReadResponseLast:
     case op::kRcReadResponseOnly:
       OnReadResponse(p, now);
+      if (repair_ != Repair::kNone && state_ == QpState::kRts && PsnDiff(acked_, repair_psn_) > 0)
+        RepairAnswered(now, /*plain_ack=*/false);
       break;
     default:  // ATOMIC_ACKNOWLEDGE: we never send atomics
       counters.dropped_bad++;
@@ -105,6 +107,8 @@ void QueuePair::OnAck(uint32_t psn, uint64_t now) {
     return;
   }
   AdvanceUna(PsnAdd(psn, 1), now, /*evidence=*/true);
+  SampleRtt(now);
+  if (repair_ != Repair::kNone && PsnDiff(acked_, repair_psn_) > 0) RepairAnswered(now, /*plain_ack=*/true);
 }
 
 void QueuePair::OnProgress(uint64_t now) {
@@ -179,17 +183,27 @@ QueuePair::SendWqe* QueuePair::OldestOpenRead() {
   return nullptr;
 }
 
-void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied) {
-  (void)now;
+void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool deadline) {
   if (!hole_active_ || hole_psn_ != rd.resp_psn) {
     hole_active_ = true;
     hole_psn_ = rd.resp_psn;
     hole_at_ = resp_rx_ - 1;  // this response is the first past the hole
+    hole_t_ = now;
   }
   // Asked already (a gap re-request, or the span one after a timeout); the
   // timer covers a lost re-request.
   if (rd.asked && PsnDiff(rd.asked_to, rd.resp_psn) > 0) return;
-  if (resp_rx_ - hole_at_ < reorder_thresh_) return;    // may still be on its way
+  // May still be on its way: fewer later responses than the link has
+  // reordered by, or sooner than the reordering allowance (reo_wnd_, shared
+  // with the requests' repairs). Once the allowance is over (hole_deadline_)
+  // the count no longer matters.
+  if (now - hole_t_ < reo_wnd_ || (!deadline && resp_rx_ - hole_at_ < reorder_thresh_)) {
+    if (reo_wnd_ && (!hole_deadline_ || hole_deadline_ > hole_t_ + reo_wnd_)) {
+      hole_deadline_ = hole_t_ + reo_wnd_;
+      dev_->TimerChanged(this);
+    }
+    return;
+  }
   rd.gap_retry = true;
   rd.gap_psn = rd.resp_psn;
   if (implied)
@@ -227,6 +241,8 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
   // matter (NoteBeyondHole), the requests from `psn` on are not.
   AdvanceUna(psn, now, /*evidence=*/true);
   if (state_ != QpState::kRts) return;
+  SampleRtt(now);
+  if (repair_ != Repair::kNone && PsnDiff(acked_, repair_psn_) > 0) RepairAnswered(now, /*plain_ack=*/false);
   if (syndrome::Type(s) == syndrome::kTypeRnr) {
     counters.rnr_naks_received++;
     if (rnr_deadline_ && rnr_psn_ == psn) {  // a copy of the NAK we are already waiting out
@@ -237,7 +253,9 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
       FailAt(psn, Status::kIoTimeout, Cause::kRnrRetryExceeded);
       return;
     }
-    RetryFrom(psn);
+    // After the wait: the RNR'd packet alone if the responder keeps what
+    // came after it (selective repair), else everything from it.
+    if (!RepairNow(psn, now, RepairCause::kRnr)) RetryFrom(psn);
     rnr_psn_ = psn;
     retrans_deadline_ = 0;
     rnr_deadline_ = now + RnrTimerNs(syndrome::Value(s));
@@ -258,8 +276,7 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
       if (!ConsumeRetry(/*silent=*/false)) return;
       seq_nak_active_ = true;
       seq_nak_psn_ = psn;
-      RetryFrom(psn);
-      dev_->MarkActive(this);
+      StartRepair(psn, now);
       return;
     case syndrome::kNakInvalidRequest:
       counters.invalid_naks_received++;
@@ -316,7 +333,8 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     return;
   }
   const uint32_t d = static_cast<uint32_t>(PsnDiff(psn, rd->resp_psn));
-  if (d > 0 && (d >= PsnBits::kBits || rd->ooo.Test(d))) {  // too far ahead, or a second copy
+  // A second copy, or one more run of responses than we track: dropped.
+  if (d > 0 && (rd->ooo.Test(d) || !rd->ooo.Set(d))) {
     counters.dup_responses++;
     NoteBeyondHole(*oldest, now, /*implied=*/false);
     return;
@@ -332,9 +350,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     // Ahead of a missing response: keep it (the memory is ours and the
     // bytes are those of this offset), so a late response costs nothing.
     counters.read_ooo_placed++;
-    if (d > 0) {
-      rd->ooo.Set(d);
-    } else {
+    if (d == 0) {
       const uint32_t adv = 1 + rd->ooo.RunFrom(1);
       rd->ooo.Shift(adv);
       rd->resp_psn = PsnAdd(psn, adv);
@@ -358,8 +374,10 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
   if (filled_hole) {
     // A response that arrived after later ones: reordering, unless it is the
     // start of the replay we asked for (a replay starts with FIRST or ONLY).
-    const bool replay = rd->gap_retry && rd->gap_psn == psn &&
-                        (pos == Position::kFirst || pos == Position::kOnly);
+    // Later PSNs of the range a re-request asked for are its replay too.
+    const bool replay =
+        rd->gap_retry && ((rd->gap_psn == psn && (pos == Position::kFirst || pos == Position::kOnly)) ||
+                          (rd->asked && PsnDiff(psn, rd->gap_psn) > 0 && PsnDiff(psn, rd->asked_to) < 0));
     if (!replay) {
       const uint64_t seen = resp_rx_ - hole_at_;
       const uint32_t cap = std::max<uint32_t>(dev_->tuning().max_reorder_threshold, 1);
@@ -367,6 +385,10 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
         reorder_thresh_ = static_cast<uint32_t>(std::min<uint64_t>(cap, seen + 1));
         dev_->Event(qpn_, "reorder-threshold", psn, reorder_thresh_);
       }
+      // And in time: a response counts as lost only after the allowance.
+      const uint64_t timeout = AckTimeoutNs(attr_.timeout);
+      const uint64_t late = now - hole_t_;
+      reo_wnd_ = std::min(timeout ? timeout / 4 : 1'000'000, std::max(reo_wnd_, late + late / 4));
     }
     hole_active_ = false;
   }
@@ -390,12 +412,23 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     // ACKs and NAKs that arrived while this Read was in the way, and later
     // Reads already answered.
     AdvanceUna(PsnDiff(acked_, una_) > 0 ? acked_ : una_, now);
+    // The next open Read may have responses placed past a gap already (they
+    // came while this one was the oldest): its gap is judged now, not at the
+    // timeout.
+    if (SendWqe* nx = OldestOpenRead(); nx && nx->ooo.Any() && state_ == QpState::kRts) {
+      hole_active_ = true;
+      hole_psn_ = nx->resp_psn;
+      hole_at_ = resp_rx_ - std::min<uint64_t>(resp_rx_, nx->ooo.Count());
+      hole_t_ = now;
+      NoteBeyondHole(*nx, now, /*implied=*/false);
+    }
     return;
   }
   if (rd->ooo.Any()) {
     // Another response is missing before ones already here: it has waited
     // as long as the previous gap did.
     const uint64_t at = filled_hole ? hole_at_ : resp_rx_ - 1;
+    if (!filled_hole) hole_t_ = now;
     hole_active_ = true;
     hole_psn_ = rd->resp_psn;
     hole_at_ = at;

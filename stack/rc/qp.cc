@@ -76,19 +76,46 @@ uint64_t RnrTimerNs(uint8_t code) {
   return uint64_t{k10us[code & 31]} * 10000;
 }
 
-void PsnBits::Shift(uint32_t n) {
-  if (n >= kBits) {
-    Clear();
-    return;
+bool PsnRanges::Set(uint32_t i) {
+  uint32_t r = 0;
+  while (r < n_ && b_[r] < i) r++;  // first run ending at or after i
+  if (r < n_ && i >= a_[r] && i < b_[r]) return true;
+  if (r < n_ && b_[r] == i) {  // extends run r at its end
+    b_[r]++;
+    if (r + 1 < n_ && a_[r + 1] == b_[r]) {  // and joins the next
+      b_[r] = b_[r + 1];
+      for (uint32_t k = r + 1; k + 1 < n_; k++) {
+        a_[k] = a_[k + 1];
+        b_[k] = b_[k + 1];
+      }
+      n_--;
+    }
+    return true;
   }
-  const uint32_t words = n / 64, bits = n % 64;
-  constexpr uint32_t kW = kBits / 64;
-  for (uint32_t i = 0; i < kW; i++) {
-    const uint32_t src = i + words;
-    uint64_t v = src < kW ? w[src] >> bits : 0;
-    if (bits && src + 1 < kW) v |= w[src + 1] << (64 - bits);
-    w[i] = v;
+  if (r < n_ && a_[r] == i + 1) {  // extends run r at its start
+    a_[r] = i;
+    return true;
   }
+  if (n_ == kRanges) return false;
+  for (uint32_t k = n_; k > r; k--) {
+    a_[k] = a_[k - 1];
+    b_[k] = b_[k - 1];
+  }
+  a_[r] = i;
+  b_[r] = i + 1;
+  n_++;
+  return true;
+}
+
+void PsnRanges::Shift(uint32_t n) {
+  uint32_t out = 0;
+  for (uint32_t r = 0; r < n_; r++) {
+    if (b_[r] <= n) continue;
+    a_[out] = a_[r] > n ? a_[r] - n : 0;
+    b_[out] = b_[r] - n;
+    out++;
+  }
+  n_ = out;
 }
 
 uint32_t QueuePair::SendWqe::LastPsn() const { return PsnAdd(first_psn, int64_t{npkts} - 1); }
@@ -154,6 +181,7 @@ bool QueuePair::ToRtr(const QpAttr& attr) {
   epsn_ = attr_.rq_psn;
   msn_ = 0;
   nak_sent_ = false;
+  ClearOoo();
   in_msg_ = InMsg::kNone;
   read_res_.assign(attr_.max_dest_rd_atomic, ReadResource{});
   read_res_next_ = 0;
@@ -173,6 +201,12 @@ bool QueuePair::ToRts(uint64_t now) {
   heard_ = false;
   hole_active_ = false;
   acked_ = una_;
+  repair_ = Repair::kNone;
+  hole_deadline_ = 0;
+  reo_wnd_ = 0;
+  repairs_needed_ = 0;
+  srtt_ = rttvar_ = min_rtt_ = 0;
+  rtt_pending_ = false;
   state_ = QpState::kRts;
   if (cursor_ < sq_tail_) dev_->MarkActive(this);
   return true;
@@ -200,7 +234,8 @@ void QueuePair::ToError() {
   cursor_pkt_ = 0;
   reads_outstanding_ = 0;
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = 0;
+  repair_ = Repair::kNone;
   // Receive side: the receive in progress and every posted receive.
   if (have_recv_) CompleteRecv(Status::kCanceled, Cause::kFlushed);
   if (!srq_) {
@@ -218,6 +253,7 @@ void QueuePair::ToError() {
   }
   in_msg_ = InMsg::kNone;
   responses_.clear();
+  ClearOoo();
   cnp_owed_ = false;
   dev_->TimerChanged(this);
 }
@@ -230,11 +266,13 @@ void QueuePair::ToReset() {
   cursor_pkt_ = 0;
   reads_outstanding_ = 0;
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = 0;
+  repair_ = Repair::kNone;
   send_error_ = false;
   have_recv_ = false;
   in_msg_ = InMsg::kNone;
   responses_.clear();
+  ClearOoo();
   while (!srq_ && rq_.Front()) rq_.Pop();
   cnp_owed_ = false;
   have_cnp_time_ = false;
@@ -363,13 +401,41 @@ size_t QueuePair::PollTx(uint64_t now, size_t budget) {
 
 uint64_t QueuePair::Deadline() const {
   uint64_t d = 0;
-  for (uint64_t t : {retrans_deadline_, rnr_deadline_})
+  const uint64_t repair = repair_ == Repair::kWait || repair_ == Repair::kHold || repair_ == Repair::kGoBackWait
+                              ? repair_at_
+                              : 0;
+  for (uint64_t t : {retrans_deadline_, rnr_deadline_, repair, hole_deadline_})
     if (t && (!d || t < d)) d = t;
   return d;
 }
 
 void QueuePair::OnTimer(uint64_t now) {
   if (state_ != QpState::kRts) return;
+  if (repair_ == Repair::kGoBackWait && now >= repair_at_) {
+    repair_ = Repair::kNone;
+    counters.repair_go_back++;
+    dev_->Event(qpn_, "repair-go-back", acked_, repair_hi_);
+    GoBackBounded(acked_, repair_hi_);
+  }
+  if ((repair_ == Repair::kWait || repair_ == Repair::kHold) && repair_at_ && now >= repair_at_) {
+    // kWait: the gap was not filled by a late packet; kHold: no answer to
+    // the resend (it or the answer was lost): again, a retry that spends
+    // the stall budget (a peer that answers nothing fails by the timer).
+    const bool again = repair_ == Repair::kHold;  // (never after a timeout: no hold deadline)
+    repair_ = Repair::kDue;
+    if (again && !ConsumeRetry(/*silent=*/false)) {
+      dev_->TimerChanged(this);
+      return;
+    }
+    dev_->MarkActive(this);
+  }
+  if (hole_deadline_ && now >= hole_deadline_) {
+    hole_deadline_ = 0;
+    SendWqe* rd = OldestOpenRead();
+    if (rd && hole_active_ && hole_psn_ == rd->resp_psn)
+      NoteBeyondHole(*rd, now, /*implied=*/false, /*deadline=*/true);
+    if (state_ != QpState::kRts) return;
+  }
   if (rnr_deadline_ && now >= rnr_deadline_) {
     rnr_deadline_ = 0;
     ArmRetransmitTimer(now);
@@ -385,6 +451,8 @@ void QueuePair::OnTimer(uint64_t now) {
       dev_->Event(qpn_, silent ? "timeout-silent" : "timeout", una_, retry_left_);
       if (ConsumeRetry(silent)) {
         seq_nak_active_ = false;
+        repair_ = Repair::kNone;
+        rtt_pending_ = false;
         // A lost re-request is sent again from here (go-back-N from una_
         // re-requests an unanswered Read from its next expected response).
         for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
@@ -397,7 +465,11 @@ void QueuePair::OnTimer(uint64_t now) {
         hole_active_ = false;
         // Go back to the first PSN the responder has not confirmed; an
         // unanswered Read before it asks again for what it misses.
-        RetryFrom(acked_);
+        // With selective repair that is one packet, whose answer tells
+        // whether anything after it is missing (StartRepair).
+        // Not after a silent pass: then everything goes again, so that one
+        // more lost frame cannot make the next pass silent too.
+        if (silent || !RepairNow(acked_, now, RepairCause::kTimeout)) RetryFrom(acked_);
         if (SendWqe* rd = OldestOpenRead(); rd && PsnDiff(acked_, rd->resp_psn) > 0) ReRequestRead(*rd);
         probe_ = true;
         ArmRetransmitTimer(now);

@@ -40,6 +40,7 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan d
   X(rx_bytes, "payload bytes accepted")                                                     \
   X(retransmits, "request packets sent again")                                              \
   X(retransmit_bytes, "payload bytes sent again (requests resent, Read responses regenerated)") \
+  X(replay_bytes, "Read response payload bytes regenerated (in retransmit_bytes)")         \
   X(timeouts, "retransmit timer expiries with data outstanding")                            \
   X(silent_timeouts, "timeouts with nothing heard from the peer since the previous retry")  \
   X(seq_naks_sent, "PSN sequence error NAKs sent")                                          \
@@ -56,10 +57,15 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan d
   X(read_rerequests, "Read re-requests after missing responses")                           \
   X(read_ooo_placed, "Read responses placed ahead of a missing one")                        \
   X(dup_naks, "NAKs for a restart already under way (ignored)")                             \
+  X(repairs, "single packets resent after a sequence NAK (selective repair)")               \
+  X(repair_spurious, "repairs the peer answered before the resend could reach it")          \
+  X(repair_go_back, "repairs answered by a plain ACK short of what was sent: went back N")  \
   X(duplicates, "duplicate requests received")                                              \
   X(read_replays, "duplicate Read requests answered again")                                 \
   X(stale_replays, "duplicate Reads whose memory no longer validates (dropped)")            \
-  X(out_of_sequence, "requests dropped as out of sequence")                                 \
+  X(out_of_sequence, "requests received out of sequence")                                  \
+  X(ooo_kept, "out-of-sequence requests kept until the gap before them was filled")        \
+  X(ooo_executed, "kept requests executed once the gap was filled")                         \
   X(dup_responses, "stale ACKs / read responses ignored")                                   \
   X(acks_sent, "ACKs sent")                                                                 \
   X(acks_received, "ACK/NAK packets received")                                              \
@@ -96,22 +102,48 @@ struct QpCounters {
   }
 };
 
-// Which of the next 256 PSNs after a base have been seen (bit 0 = base).
-struct PsnBits {
-  static constexpr uint32_t kBits = 256;
-  uint64_t w[kBits / 64] = {};
-  bool Test(uint32_t i) const { return (w[i >> 6] >> (i & 63)) & 1; }
-  void Set(uint32_t i) { w[i >> 6] |= uint64_t{1} << (i & 63); }
-  bool Any() const { return (w[0] | w[1] | w[2] | w[3]) != 0; }
-  void Clear() { w[0] = w[1] = w[2] = w[3] = 0; }
-  // Number of set bits from bit `i` up before the first clear one.
-  uint32_t RunFrom(uint32_t i) const {
-    uint32_t n = 0;
-    while (i + n < kBits && Test(i + n)) n++;
-    return n;
+// Which PSNs after a base have been seen (index 0 = base), as up to kRanges
+// disjoint runs: a Read's responses that arrived ahead of a missing one,
+// however far ahead (a 2 GiB Read has millions of responses; a loss or two
+// splits them into a few runs).
+class PsnRanges {
+ public:
+  static constexpr uint32_t kRanges = 32;
+  bool Test(uint32_t i) const {
+    for (uint32_t r = 0; r < n_; r++)
+      if (i >= a_[r] && i < b_[r]) return true;
+    return false;
   }
-  // Moves the base forward by n (bit n becomes bit 0).
+  // Marks i seen; false when that needs a run beyond kRanges (not marked).
+  bool Set(uint32_t i);
+  bool Any() const { return n_ != 0; }
+  void Clear() { n_ = 0; }
+  uint32_t Count() const {
+    uint32_t c = 0;
+    for (uint32_t r = 0; r < n_; r++) c += b_[r] - a_[r];
+    return c;
+  }
+  // Number of seen indexes from `i` up before the first unseen one.
+  uint32_t RunFrom(uint32_t i) const {
+    for (uint32_t r = 0; r < n_; r++)
+      if (i >= a_[r] && i < b_[r]) return b_[r] - i;
+    return 0;
+  }
+  // The first seen index at or after i (0: none).
+  uint32_t FirstFrom(uint32_t i) const {
+    for (uint32_t r = 0; r < n_; r++)
+      if (b_[r] > i) return a_[r] > i ? a_[r] : i;
+    return 0;
+  }
+  // Where the last run starts and ends (0, 0: none).
+  uint32_t LastStart() const { return n_ ? a_[n_ - 1] : 0; }
+  uint32_t LastEnd() const { return n_ ? b_[n_ - 1] : 0; }
+  // Moves the base forward by n (index n becomes index 0).
   void Shift(uint32_t n);
+
+ private:
+  uint32_t n_ = 0;
+  uint32_t a_[kRanges], b_[kRanges];  // runs [a, b), sorted, not touching
 };
 
 class QueuePair {
@@ -178,7 +210,7 @@ class QueuePair {
     uint32_t gap_psn = 0;
     bool asked = false;        // Read: a re-request for responses before asked_to is out
     uint32_t asked_to = 0;
-    PsnBits ooo;               // Read: responses placed ahead of resp_psn (bit i = resp_psn + i)
+    PsnRanges ooo;             // Read: responses placed ahead of resp_psn (index i = resp_psn + i)
     Status status = Status::kSuccess;
     Cause cause = Cause::kNone;
     uint32_t LastPsn() const;
@@ -189,6 +221,13 @@ class QueuePair {
   const SendWqe& Slot(uint64_t i) const { return sq_[i % sq_.size()]; }
 
   // ---- requester (requester.cc) ---------------------------------------------
+  // What started a selective repair (StartRepair): a sequence NAK, a timeout
+  // (the retransmit timer paces its retries, not the hold) or an RNR NAK
+  // (resent when the RNR wait is over).
+  enum class RepairCause : uint8_t { kNak, kTimeout, kRnr };
+  // Repairs `psn` without a reordering allowance (a timeout, an RNR NAK);
+  // false if it cannot be repaired alone (the caller goes back N).
+  bool RepairNow(uint32_t psn, uint64_t now, RepairCause cause);
   size_t RequesterTx(uint64_t now, size_t budget);
   bool StartWqe(SendWqe& w, uint64_t now);
   void ExecuteLocal(SendWqe& w);
@@ -197,6 +236,25 @@ class QueuePair {
   bool EmitRequest(SendWqe& w, uint32_t pkt, uint64_t now, uint32_t read_pkts = 0);
   bool Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;  // false: source no longer registered
   void RetryFrom(uint32_t psn);
+  // Goes back N over [from, to) only, then on with what was never sent.
+  void GoBackBounded(uint32_t from, uint32_t to);
+  // Selective repair (requester.cc): after a sequence NAK for `psn`, resend
+  // only that packet (after the reordering allowance), ask for an answer and
+  // hold the rest until it comes; a go-back-N responder's plain ACK sends us
+  // back N from what it acknowledged.
+  void StartRepair(uint32_t psn, uint64_t now);
+  // The peer acknowledged past the repaired PSN (`plain_ack`: by an ACK, not
+  // a NAK or a Read response).
+  void RepairAnswered(uint64_t now, bool plain_ack);
+  bool EmitRepair(uint64_t now);
+  uint64_t RepairHoldNs() const;
+  // The WQE (sequence number) and packet index holding `psn`, if it is an
+  // unfinished Send/Write packet or the request of an unanswered Read.
+  bool FindRequest(uint32_t psn, uint64_t* seq, uint32_t* k) const;
+  // The transmit cursor's PSN (next_psn_ when it is past every started WQE).
+  uint32_t CursorPsn() const;
+  // Round-trip samples: AckReq'd first transmissions, answered by an ACK/NAK.
+  void SampleRtt(uint64_t now);
   // Keeps the (re)transmit cursor at or after the oldest uncompleted WQE and
   // the oldest unacknowledged PSN: completed WQEs' slots are reused by new
   // posts, and acknowledged packets need not go out again.
@@ -229,7 +287,7 @@ class QueuePair {
   SendWqe* NextOpenOrDoneRead(SendWqe* after);
   // A response from the peer arrived that lies beyond `rd`'s next expected
   // response: counts towards declaring it lost and re-requesting the rest.
-  void NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied);
+  void NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool deadline = false);
   // Queues a re-request of `rd` from its next expected response, sent before
   // anything else without moving the send cursor (nothing after it is resent).
   void ReRequestRead(SendWqe& rd);
@@ -244,6 +302,18 @@ class QueuePair {
 
   // ---- responder (responder.cc) ---------------------------------------------
   void OnRequest(const wire::RocePacket& p, uint64_t now);
+  // Executes the request at epsn_. Returns false if it was not consumed
+  // (RNR, a fatal error); *ack_req: it asked for an acknowledgement.
+  bool ExecuteRequest(const wire::RocePacket& p, uint64_t now, bool* ack_req);
+  // Out-of-sequence requests kept until the gap before them is filled.
+  void KeepOoo(const wire::RocePacket& p);
+  // Executes kept requests from epsn_ on; returns how many.
+  uint32_t DrainOoo(uint64_t now);
+  // After requests were executed: an ACK, or a sequence NAK for the next gap
+  // when later requests are kept (it acknowledges everything before it too).
+  void AnswerProgress();
+  void ClearOoo();
+  bool OooHasEpsn() const;
   void OnDuplicate(const wire::RocePacket& p);
   bool TakeRecv();  // cur_recv_ from RQ/SRQ
   bool PlaceRecv(wire::ByteSpan data);
@@ -284,11 +354,38 @@ class QueuePair {
   int stall_left_ = 64;
   bool heard_ = false;             // a response from the peer since the last retry
   bool probe_ = false;             // the next request is the first after a timeout
+  bool force_ack_req_ = false;     // the next request carries AckReq (a repair)
+  // Selective repair (StartRepair): kWait until repair_at_ (a reordered
+  // packet may still fill the gap), kDue, then kHold until the answer or
+  // repair_at_ (then it goes again).
+  // kGoBackWait: a plain ACK short of what was sent before the resend; after
+  // the reordering allowance, go back over [acked_, repair_hi_) only.
+  enum class Repair : uint8_t { kNone, kWait, kDue, kHold, kGoBackWait } repair_ = Repair::kNone;
+  // A go-back that ends at goback_end_: the cursor then skips to what was
+  // never sent (packets sent after a repair's resend are not known missing).
+  bool goback_bounded_ = false;
+  uint32_t goback_end_ = 0;
+  uint32_t repair_psn_ = 0;
+  uint32_t repair_hi_ = 0;         // max_sent_ when it was resent
+  uint32_t repair_tries_ = 0;
+  RepairCause repair_cause_ = RepairCause::kNak;
+  uint64_t repair_at_ = 0;
+  uint64_t repair_nak_t_ = 0;      // when the NAK came
+  uint64_t repair_sent_t_ = 0;     // when it was resent
+  uint64_t reo_wnd_ = 0;           // reordering allowance before a repair resend
+  uint32_t repairs_needed_ = 0;    // repairs in a row that were not spurious
+  // Round-trip time (SampleRtt).
+  uint64_t srtt_ = 0, rttvar_ = 0, min_rtt_ = 0;
+  bool rtt_pending_ = false;
+  uint32_t rtt_psn_ = 0;
+  uint64_t rtt_t_ = 0;
   // Loss detection for Read responses (NoteBeyondHole).
   uint64_t resp_rx_ = 0;           // response packets accepted so far
   bool hole_active_ = false;       // hole_psn_ is missing and later responses came
   uint32_t hole_psn_ = 0;
   uint64_t hole_at_ = 0;           // resp_rx_ before the first response past the hole
+  uint64_t hole_t_ = 0;            // when the first response past the hole came
+  uint64_t hole_deadline_ = 0;     // when the hole counts as lost, however few came after it
   uint32_t reorder_thresh_ = 1;
   // Everything before acked_ is known to have reached the responder (the
   // highest ACK or NAK heard). It runs ahead of una_ while an unanswered Read
@@ -310,6 +407,16 @@ class QueuePair {
   bool nak_sent_ = false;          // sequence or RNR NAK outstanding for epsn_
   uint32_t oos_hi_ = 0;            // highest PSN dropped as out of sequence since the NAK
   bool went_back_ = false;         // the requester resent below oos_hi_ since the last NAK
+  // Requests kept past a gap (KeepOoo): slot = PSN & (size - 1), payload in
+  // ooo_data_ at slot * path MTU. Allocated the first time one is kept.
+  struct OooSlot {
+    wire::RocePacket pkt;
+    bool used = false;
+  };
+  std::vector<OooSlot> ooo_;
+  std::vector<uint8_t> ooo_data_;
+  uint32_t ooo_count_ = 0;
+  uint32_t ooo_hi_ = 0;            // highest PSN kept
   enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
   bool have_recv_ = false;
   RecvWqe cur_recv_;

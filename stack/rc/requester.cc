@@ -32,6 +32,11 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
     rereq_.erase(rereq_.begin());
     n++;
   }
+  // A selective repair: the one missing packet, before anything new.
+  if (repair_ == Repair::kDue && n < budget && state_ == QpState::kRts) {
+    if (!EmitRepair(now)) return n;
+    n++;
+  }
   while (n < budget && cursor_ < sq_tail_ && state_ == QpState::kRts) {
     SendWqe& w = Slot(cursor_);
     if (!w.started) {
@@ -47,6 +52,12 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
     // A Read asks for what it still misses: from its next expected response.
     if (w.IsRead()) cursor_pkt_ = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
     const uint32_t psn = PsnAdd(w.first_psn, cursor_pkt_);
+    if (goback_bounded_ && !PsnLess(psn, goback_end_)) {
+      // The bounded go-back is done: on with what was never sent.
+      const uint32_t frontier = max_sent_;
+      RetryFrom(frontier);
+      continue;
+    }
     // The window limits new PSNs; a resend of one already sent always goes.
     if (!PsnLess(psn, max_sent_) && PsnDiff(psn, acked_) >= static_cast<int32_t>(window)) break;
     if (!EmitRequest(w, cursor_pkt_, now, w.IsRead() ? ReadGap(w) : 0)) break;
@@ -215,7 +226,7 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
     }
   }
   const QpTuning& t = dev_->tuning();
-  pkt.bth.ack_req = last || since_ack_req_ + 1 >= t.ack_req_every ||
+  pkt.bth.ack_req = last || force_ack_req_ || since_ack_req_ + 1 >= t.ack_req_every ||
                     PsnDiff(PsnAdd(psn, 1), acked_) >= static_cast<int32_t>(t.max_unacked_psns);
   // The first packet after a timeout asks for an answer at once; if it is
   // (nearly) all that is outstanding, it goes twice, so one lost frame does
@@ -226,6 +237,7 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   if (w.IsRead()) w.req_psn = psn;
   if (!Send(pkt, now)) return false;
   if (retransmit) {
+    if (psn == rtt_psn_) rtt_pending_ = false;  // Karn: no sample of a resent packet
     counters.retransmits++;
     counters.retransmit_bytes += pkt.payload_len;
   }
@@ -238,11 +250,217 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   if (PsnDiff(end, max_sent_) > 0) max_sent_ = end;
   since_ack_req_ = pkt.bth.ack_req ? 0 : since_ack_req_ + 1;
   if (!retrans_deadline_) ArmRetransmitTimer(now);
+  if (!retransmit && pkt.bth.ack_req && !w.IsRead() && !rtt_pending_) {
+    rtt_pending_ = true;
+    rtt_psn_ = psn;
+    rtt_t_ = now;
+  }
   return true;
+}
+
+// ---- selective repair -------------------------------------------------------------
+//
+// A sequence NAK names the first PSN the responder misses. Our responder
+// keeps what came after it (QpTuning::ooo_window) and, once that PSN arrives,
+// executes the kept requests and acknowledges past them, or NAKs the next
+// gap. So the requester resends just that packet, with AckReq, and holds
+// everything after it until the answer:
+//  - an ACK or NAK past it: done (a NAK starts the next repair);
+//  - a plain ACK short of what had been sent before the resend: the responder
+//    kept nothing after the gap (a go-back-N responder such as rxe, or its
+//    window was full): go back N from there, as the IBTA requester does;
+//  - nothing within RepairHoldNs: the resend or its answer was lost; again.
+// New packets keep flowing within the window meanwhile (the responder keeps
+// them too). A gap may be reordering, not loss: the resend waits reo_wnd_,
+// which grows when a repair turns out spurious (answered sooner than a round
+// trip after the resend) and halves after 16 repairs in a row that were not.
+
+bool QueuePair::FindRequest(uint32_t psn, uint64_t* seq, uint32_t* k) const {
+  for (uint64_t i = sq_head_; i != sq_tail_; i++) {
+    const SendWqe& w = Slot(i);
+    if (!w.started) return false;
+    if (w.IsLocal() || w.done) continue;
+    if (PsnDiff(psn, w.first_psn) < 0) return false;
+    if (PsnDiff(psn, w.LastPsn()) > 0) continue;
+    // A Read is repaired only as a whole request nothing has answered yet.
+    if (w.IsRead() && (psn != w.first_psn || w.resp_psn != w.first_psn)) return false;
+    *seq = i;
+    *k = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
+    return true;
+  }
+  return false;
+}
+
+uint32_t QueuePair::CursorPsn() const {
+  for (uint64_t i = cursor_; i < sq_tail_; i++) {
+    const SendWqe& w = Slot(i);
+    if (!w.started) break;
+    if (w.IsLocal() || w.done) continue;
+    if (i == cursor_) {
+      if (w.IsRead()) return w.resp_psn;
+      return PsnAdd(w.first_psn, cursor_pkt_);
+    }
+    return w.IsRead() ? w.resp_psn : w.first_psn;
+  }
+  return next_psn_;
+}
+
+void QueuePair::StartRepair(uint32_t psn, uint64_t now) {
+  uint64_t seq;
+  uint32_t k;
+  // Only when nothing else is being resent (the cursor is at the frontier)
+  // and the packet is one we can resend alone; otherwise go back N.
+  if (!dev_->tuning().selective_repair || PsnLess(CursorPsn(), max_sent_) ||
+      !FindRequest(psn, &seq, &k)) {
+    repair_ = Repair::kNone;
+    RetryFrom(psn);
+    dev_->MarkActive(this);
+    return;
+  }
+  // A sample sent after the gap waits for it: not a round trip.
+  if (rtt_pending_ && PsnDiff(rtt_psn_, psn) > 0) rtt_pending_ = false;
+  repair_psn_ = psn;
+  repair_tries_ = 0;
+  repair_nak_t_ = now;
+  repair_cause_ = RepairCause::kNak;
+  if (reo_wnd_) {
+    repair_ = Repair::kWait;
+    repair_at_ = now + reo_wnd_;
+    dev_->TimerChanged(this);
+  } else {
+    repair_ = Repair::kDue;
+    dev_->MarkActive(this);
+  }
+}
+
+bool QueuePair::RepairNow(uint32_t psn, uint64_t now, RepairCause cause) {
+  uint64_t seq;
+  uint32_t k;
+  if (!dev_->tuning().selective_repair || PsnLess(CursorPsn(), max_sent_) ||
+      !FindRequest(psn, &seq, &k)) {
+    repair_ = Repair::kNone;
+    return false;
+  }
+  if (rtt_pending_ && PsnDiff(rtt_psn_, psn) > 0) rtt_pending_ = false;
+  repair_psn_ = psn;
+  repair_tries_ = 0;
+  repair_nak_t_ = now;
+  repair_cause_ = cause;
+  repair_ = Repair::kDue;
+  dev_->MarkActive(this);
+  return true;
+}
+
+bool QueuePair::EmitRepair(uint64_t now) {
+  uint64_t seq;
+  uint32_t k;
+  if (!FindRequest(repair_psn_, &seq, &k)) {  // acknowledged or failed meanwhile
+    repair_ = Repair::kNone;
+    return true;
+  }
+  SendWqe& w = Slot(seq);
+  force_ack_req_ = true;
+  const bool ok = EmitRequest(w, k, now, w.IsRead() ? ReadGap(w) : 0);
+  force_ack_req_ = false;
+  if (!ok) return false;
+  counters.repairs++;
+  dev_->Event(qpn_, "repair", repair_psn_, repair_tries_);
+  if (repair_tries_ == 0) {
+    repair_hi_ = max_sent_;
+    repair_sent_t_ = now;
+  }
+  repair_tries_++;
+  repair_ = Repair::kHold;
+  // After a timeout the retransmit timer paces the retries (one per timeout,
+  // as the IBTA counts them); after a NAK the peer is known to be there.
+  repair_at_ = repair_cause_ == RepairCause::kTimeout ? 0 : now + RepairHoldNs();
+  dev_->TimerChanged(this);
+  return true;
+}
+
+uint64_t QueuePair::RepairHoldNs() const {
+  // A round trip with its variation, doubled for every resend that went
+  // unanswered; before any sample, a quarter of the ACK timeout.
+  const uint64_t timeout = AckTimeoutNs(attr_.timeout);
+  uint64_t t = srtt_ ? std::max(2 * srtt_, srtt_ + 4 * rttvar_) : (timeout ? timeout / 4 : 1'000'000);
+  t <<= std::min<uint32_t>(repair_tries_ > 0 ? repair_tries_ - 1 : 0, 16);
+  return timeout ? std::min(t, timeout) : t;
+}
+
+void QueuePair::RepairAnswered(uint64_t now, bool plain_ack) {
+  if (repair_ == Repair::kGoBackWait) {  // the rest came after all
+    repair_ = Repair::kNone;
+    dev_->TimerChanged(this);
+    return;
+  }
+  const bool held = repair_ == Repair::kHold;
+  // Answered before the resend could have reached the responder and come
+  // back: the packet was late, not lost.
+  const bool spurious = held && repair_tries_ == 1 && min_rtt_ && now - repair_sent_t_ < min_rtt_;
+  repair_ = Repair::kNone;
+  seq_nak_active_ = false;
+  dev_->TimerChanged(this);
+  if (!held || spurious) {
+    // The gap filled itself: reordering. (A timeout's or RNR NAK's repair
+    // says nothing about reordering.)
+    if (repair_cause_ == RepairCause::kNak) {
+      if (spurious) counters.repair_spurious++;
+      const uint64_t timeout = AckTimeoutNs(attr_.timeout);
+      const uint64_t cap = timeout ? timeout / 4 : 1'000'000;
+      const uint64_t seen = now - repair_nak_t_;
+      reo_wnd_ = std::min(cap, std::max(reo_wnd_, seen + seen / 4));
+      repairs_needed_ = 0;
+    }
+    return;
+  }
+  if (repair_cause_ == RepairCause::kNak && ++repairs_needed_ >= 16) {
+    reo_wnd_ /= 2;
+    repairs_needed_ = 0;
+  }
+  if (plain_ack && PsnLess(acked_, repair_hi_)) {
+    // The responder has nothing it could execute after acked_ of what was
+    // sent before the resend: it did not keep it (or it is still on its
+    // way). After the reordering allowance, go back N over what was sent
+    // before the resend.
+    repair_psn_ = acked_;
+    repair_nak_t_ = now;
+    if (reo_wnd_) {
+      repair_ = Repair::kGoBackWait;
+      repair_at_ = now + reo_wnd_;
+      dev_->TimerChanged(this);
+      return;
+    }
+    counters.repair_go_back++;
+    dev_->Event(qpn_, "repair-go-back", acked_, repair_hi_);
+    GoBackBounded(acked_, repair_hi_);
+  }
+}
+
+void QueuePair::SampleRtt(uint64_t now) {
+  if (!rtt_pending_ || PsnDiff(acked_, rtt_psn_) <= 0) return;
+  rtt_pending_ = false;
+  const uint64_t s = now - rtt_t_;
+  if (!srtt_) {
+    srtt_ = s;
+    rttvar_ = s / 2;
+  } else {
+    const uint64_t dev = s > srtt_ ? s - srtt_ : srtt_ - s;
+    rttvar_ = (3 * rttvar_ + dev) / 4;
+    srtt_ = (7 * srtt_ + s) / 8;
+  }
+  if (!min_rtt_ || s < min_rtt_) min_rtt_ = s;
+}
+
+void QueuePair::GoBackBounded(uint32_t from, uint32_t to) {
+  RetryFrom(from);
+  goback_bounded_ = PsnLess(to, max_sent_);
+  goback_end_ = to;
+  dev_->MarkActive(this);
 }
 
 void QueuePair::RetryFrom(uint32_t psn) {
   dev_->Event(qpn_, "retry-from", psn, cursor_);
+  goback_bounded_ = false;
   for (uint64_t i = sq_head_; i != sq_tail_; i++) {
     SendWqe& w = Slot(i);
     if (!w.started) {
@@ -287,20 +505,13 @@ uint32_t QueuePair::ReadSpan(const SendWqe& w) const {
   // Up to the last missing response: to the end unless the tail is placed.
   const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
   const uint32_t left = w.npkts - k;
-  if (left > PsnBits::kBits) return 0;
-  uint32_t last_missing = 0;
-  for (uint32_t b = 1; b < left; b++)
-    if (!w.ooo.Test(b)) last_missing = b;
-  return last_missing + 1 == left ? 0 : last_missing + 1;
+  return w.ooo.LastEnd() == left ? w.ooo.LastStart() : 0;
 }
 
 uint32_t QueuePair::ReadGap(const SendWqe& w) const {
   // Responses placed ahead of the next expected one need not come again:
   // ask up to the first of them (0: everything to the end).
-  const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
-  for (uint32_t b = 1; b < PsnBits::kBits && k + b < w.npkts; b++)
-    if (w.ooo.Test(b)) return b;
-  return 0;
+  return w.ooo.FirstFrom(1);
 }
 
 void QueuePair::ReRequestRead(SendWqe& rd) {

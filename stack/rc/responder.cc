@@ -45,6 +45,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
     }
     if (new_episode || PsnDiff(p.bth.psn, oos_hi_) > 0) oos_hi_ = p.bth.psn;
+    KeepOoo(p);
     return;
   }
   if (d < 0) {
@@ -55,6 +56,18 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
     counters.out_of_sequence++;
     return;
   }
+  bool ack_req = false;
+  if (!ExecuteRequest(p, now, &ack_req)) return;
+  const uint32_t drained = ooo_count_ ? DrainOoo(now) : 0;
+  // Kept requests just executed: say so at once (the requester waits for
+  // this answer before it resends anything after the gap).
+  // A request that asks for an answer while later ones are kept past a new
+  // gap hears of that gap.
+  if (ack_req || drained || (p.bth.ack_req && ooo_count_)) AnswerProgress();
+}
+
+bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req) {
+  (void)now;
   nak_sent_ = false;
 
   const OpcodeInfo& info = p.info();
@@ -77,7 +90,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
                           : len <= mtu && !(pos == Position::kLast && len == 0);
   if (!seq_ok || !len_ok) {
     ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled, Cause::kRemoteInvalidRequest);
-    return;
+    return false;
   }
   const bool ends = pos == Position::kLast || pos == Position::kOnly;
 
@@ -89,9 +102,9 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
         went_back_ = false;
         oos_hi_ = epsn_;
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
-        return;
+        return false;
       }
-      if (!PlaceRecv(p.payload)) return;
+      if (!PlaceRecv(p.payload)) return false;
       if (!ends) {
         in_msg_ = InMsg::kSend;
         break;
@@ -103,7 +116,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       recv_inv_rkey_ = p.ieth_rkey;
       if (recv_with_inv_ && mem_->InvalidateRemote(p.ieth_rkey) != mem::Result::kOk) {
         ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kInvalidate);
-        return;
+        return false;
       }
       CompleteRecv(Status::kSuccess, Cause::kNone);
       msn_ = PsnAdd(msn_, 1);
@@ -119,13 +132,13 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
             mem_->CheckRemote(write_rkey_, write_va_, write_total_, mem::kRemoteWrite) !=
                 mem::Result::kOk) {
           ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kRemoteAccess);
-          return;
+          return false;
         }
       }
       if (len > write_left_ || (ends && len != write_left_)) {
         ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
                        Cause::kRemoteInvalidRequest);
-        return;
+        return false;
       }
       // FIRST / ONLY checked the whole range above. The region may have been
       // deregistered (or the window invalidated) since: check every later
@@ -133,7 +146,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       if (len && pos != Position::kFirst && pos != Position::kOnly &&
           mem_->CheckRemote(write_rkey_, write_va_, len, mem::kRemoteWrite) != mem::Result::kOk) {
         ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kRemoteAccess);
-        return;
+        return false;
       }
       const bool imm = p.Has(kHdrImmDt);
       if (ends && imm && !have_recv_ && !TakeRecv()) {
@@ -142,7 +155,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
         went_back_ = false;
         oos_hi_ = epsn_;
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
-        return;
+        return false;
       }
       if (len) std::memcpy(reinterpret_cast<void*>(write_va_), p.payload.data(), len);
       write_va_ += len;
@@ -170,12 +183,12 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       if (rlen > 0x80000000u) {
         ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
                        Cause::kRemoteInvalidRequest);
-        return;
+        return false;
       }
       if (rlen && mem_->CheckRemote(p.reth.rkey, p.reth.va, rlen, mem::kRemoteRead) !=
                       mem::Result::kOk) {
         ResponderError(syndrome::kNakRemoteAccess, Status::kCanceled, Cause::kRemoteAccess);
-        return;
+        return false;
       }
       // The resource slot must not still be answering an older Read: that
       // would mean the requester exceeded our inbound read limit.
@@ -183,7 +196,7 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
         if (r.kind == Response::Kind::kRead && r.res == read_res_next_) {
           ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
                          Cause::kRemoteInvalidRequest);
-          return;
+          return false;
         }
       }
       ReadResource& res = read_res_[read_res_next_];
@@ -204,21 +217,124 @@ void QueuePair::OnRequest(const RocePacket& p, uint64_t now) {
       responses_.push_back(r);
       read_res_next_ = (read_res_next_ + 1) % static_cast<uint32_t>(read_res_.size());
       epsn_ = PsnAdd(epsn_, res.npkts);
-      return;  // the responses are the acknowledgement
+      return true;  // the responses are the acknowledgement
     }
     default:  // atomics and anything else we do not implement
       ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled, Cause::kRemoteInvalidRequest);
-      return;
+      return false;
   }
   epsn_ = PsnAdd(epsn_, 1);
-  if (p.bth.ack_req) QueueAck();
+  if (p.bth.ack_req) *ack_req = true;
+  return true;
+}
+
+// ---- requests past a gap ------------------------------------------------------
+//
+// A request whose PSN is ahead of the expected one (a loss or a reordered
+// frame before it) is kept, up to QpTuning::ooo_window PSNs ahead, and
+// executed in order when the gap is filled: the requester resends only the
+// missing packet, and the ACK that follows jumps past everything kept. On the
+// wire nothing changes for a go-back-N requester (rxe): the sequence NAK goes
+// out as before, and what it resends after the gap arrives as duplicates.
+
+void QueuePair::KeepOoo(const RocePacket& p) {
+  const uint32_t w = dev_->tuning().ooo_window;
+  const int32_t d = PsnDiff(p.bth.psn, epsn_);
+  if (w == 0 || d <= 0 || static_cast<uint32_t>(d) >= w || p.payload.size() > attr_.path_mtu)
+    return;
+  if (ooo_.size() != w || ooo_data_.size() != size_t{w} * attr_.path_mtu) {
+    ooo_.assign(w, OooSlot{});
+    ooo_data_.assign(size_t{w} * attr_.path_mtu, 0);
+    ooo_count_ = 0;
+  }
+  const uint32_t slot = p.bth.psn & (w - 1);
+  OooSlot& s = ooo_[slot];
+  if (s.used) {
+    // The same request again, or one left behind by a jump of epsn_ (a
+    // Read's response PSNs): replace the latter.
+    if (PsnDiff(s.pkt.bth.psn, epsn_) > 0) return;
+    ooo_count_--;
+  }
+  s.pkt = p;
+  uint8_t* buf = &ooo_data_[size_t{slot} * attr_.path_mtu];
+  if (!p.payload.empty()) std::memcpy(buf, p.payload.data(), p.payload.size());
+  s.pkt.payload = ByteSpan(buf, p.payload.size());
+  s.pkt.pad = ByteSpan();
+  s.pkt.trailer = ByteSpan();
+  s.used = true;
+  if (ooo_count_ == 0 || PsnDiff(p.bth.psn, ooo_hi_) > 0) ooo_hi_ = p.bth.psn;
+  ooo_count_++;
+  counters.ooo_kept++;
+}
+
+bool QueuePair::OooHasEpsn() const {
+  if (ooo_count_ == 0) return false;
+  const OooSlot& s = ooo_[epsn_ & (ooo_.size() - 1)];
+  return s.used && s.pkt.bth.psn == epsn_;
+}
+
+uint32_t QueuePair::DrainOoo(uint64_t now) {
+  uint32_t n = 0;
+  while (OooHasEpsn() && !error_pending_ && responses_.size() < max_responses_) {
+    OooSlot& s = ooo_[epsn_ & (ooo_.size() - 1)];
+    s.used = false;
+    ooo_count_--;
+    bool ack_req = false;
+    // The slot's payload stays put until the slot is reused, which nothing
+    // in ExecuteRequest does.
+    if (!ExecuteRequest(s.pkt, now, &ack_req)) break;  // RNR NAK or a fatal one
+    counters.ooo_executed++;
+    n++;
+  }
+  if (error_pending_) {
+    ClearOoo();
+    return n;
+  }
+  // A Read moves epsn_ past its response PSNs: drop anything kept there.
+  if (ooo_count_) {
+    for (OooSlot& s : ooo_) {
+      if (s.used && PsnDiff(s.pkt.bth.psn, epsn_) < 0) {
+        s.used = false;
+        ooo_count_--;
+      }
+    }
+  }
+  return n;
+}
+
+void QueuePair::AnswerProgress() {
+  if (error_pending_ || nak_sent_) return;  // a fatal or RNR NAK is the answer
+  if (ooo_count_ && !OooHasEpsn()) {
+    // Later requests are here and the expected one is not: a new gap.
+    nak_sent_ = true;
+    went_back_ = false;
+    oos_hi_ = ooo_hi_;
+    counters.seq_naks_sent++;
+    QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
+    return;
+  }
+  QueueAck();
+}
+
+void QueuePair::ClearOoo() {
+  for (OooSlot& s : ooo_) s.used = false;
+  ooo_count_ = 0;
 }
 
 void QueuePair::OnDuplicate(const RocePacket& p) {
   counters.duplicates++;
   if (p.bth.opcode != op::kRcReadRequest) {
-    // A retransmitted Send/Write we already executed: acknowledge again.
-    if (p.bth.ack_req) QueueAck();
+    // A retransmitted Send/Write we already executed: acknowledge again —
+    // with a sequence NAK if we keep requests past a gap (a requester whose
+    // NAK was lost probes what it last heard of, and must learn of the gap).
+    if (p.bth.ack_req) {
+      if (ooo_count_ && !OooHasEpsn() && !error_pending_) {
+        counters.seq_naks_sent++;
+        QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
+      } else {
+        QueueAck();
+      }
+    }
     return;
   }
   const uint32_t mtu = attr_.path_mtu;
@@ -238,16 +354,34 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
       return;
     }
     counters.read_replays++;
-    for (Response& r : responses_) {
-      if (r.kind == Response::Kind::kRead && r.res == i) {
-        // Restart the job in place: the requester asks for its first missing
-        // response, so everything before it has arrived.
+    dev_->Event(qpn_, "read-replay", p.bth.psn, (uint64_t{want / mtu} << 32) | static_cast<uint32_t>(PsnDiff(res.sent_to, p.bth.psn)));
+    for (auto it = responses_.begin(); it != responses_.end(); ++it) {
+      Response& r = *it;
+      if (r.kind != Response::Kind::kRead || r.res != i) continue;
+      if (want == rest) {
+        // Everything from here (a go-back-N requester): restart the job in
+        // place; the requester asks for its first missing response, so
+        // everything before it has arrived.
         r.psn = r.start_psn = p.bth.psn;
         r.offset = offset;
         r.end = offset + want;
         r.replay = true;
         return;
       }
+      // A gap while the job is still being generated: replay what of the gap
+      // was generated already, ahead of the job, which then goes on where
+      // it was (restarting it at the gap would drop its rest).
+      if (offset >= r.offset || responses_.size() >= max_responses_) return;
+      Response g{};
+      g.kind = Response::Kind::kRead;
+      g.psn = g.start_psn = p.bth.psn;
+      g.offset = offset;
+      g.end = std::min<uint64_t>(offset + want, r.offset);
+      g.msn = r.msn;
+      g.res = i;
+      g.replay = true;
+      responses_.insert(it, g);
+      return;
     }
     if (responses_.size() >= max_responses_) return;
     Response r{};
@@ -333,6 +467,7 @@ void QueuePair::ResponderError(uint8_t nak_code, Status recv_status, Cause cause
   // PSN out of order: it goes last, then the QP moves to Error.
   QueueNak(syndrome::Nak(nak_code), epsn_);
   error_pending_ = true;
+  ClearOoo();
   dev_->MarkActive(this);
 }
 
@@ -422,10 +557,12 @@ size_t QueuePair::ResponderTx(uint64_t now, size_t budget) {
     pkt.payload_len = plen;
     if (!Send(pkt, now)) break;
     n++;
-    if (PsnLess(r.psn, res.sent_to))
+    if (PsnLess(r.psn, res.sent_to)) {
       counters.retransmit_bytes += plen;
-    else
+      counters.replay_bytes += plen;
+    } else {
       res.sent_to = PsnAdd(r.psn, 1);
+    }
     r.psn = PsnAdd(r.psn, 1);
     r.offset += plen;
     if (last) responses_.pop_front();
@@ -433,6 +570,12 @@ size_t QueuePair::ResponderTx(uint64_t now, size_t budget) {
   if (error_pending_ && responses_.empty()) {
     error_pending_ = false;
     ToError();
+    return n;
+  }
+  // Kept requests waiting for room in the response queue.
+  if (OooHasEpsn() && responses_.size() < max_responses_ && DrainOoo(now)) {
+    AnswerProgress();
+    dev_->MarkActive(this);
   }
   return n;
 }

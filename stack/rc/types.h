@@ -165,6 +165,17 @@ struct QpTuning {
   // lets the connection progress fails it after this many. A silent peer
   // fails it after retry_cnt (see QpAttr::retry_cnt).
   uint32_t max_stalled_retries = 64;
+  // Responder: requests that arrive past a missing one are kept (up to this
+  // many PSNs beyond the expected one; a power of two, at most 256) and
+  // executed in order once the gap is filled, so a loss or a reordered frame
+  // costs only the missing packet. 0: dropped, as the IBTA's minimum (and
+  // rxe) does; the requester then goes back N. The memory (this many
+  // path-MTU buffers) is taken the first time a QP needs it.
+  uint32_t ooo_window = 64;
+  // Requester: after a sequence NAK, resend only the missing packet and wait
+  // for the answer before going back N (see README "Protocol notes").
+  // false: go back N at once, as rxe does.
+  bool selective_repair = true;
 };
 
 // Local ACK timeout: 4.096 us * 2^code (code 0: no timeout).

@@ -75,16 +75,27 @@ struct PairOptions {
   // Per-side adjustment of the attributes just before RTR (e.g. a different
   // min RNR timer, inbound read limit or path TOS on one side).
   std::function<void(bool a_side, QpAttr& attr)> adjust;
+  // Per-side protocol tuning (e.g. one side a go-back-N peer like rxe).
+  std::function<void(bool a_side, QpTuning& tuning)> adjust_tuning;
 };
+
+// The IBTA's minimum, as rxe behaves: the responder drops requests past a
+// gap, the requester goes back N at once after a sequence NAK or timeout.
+inline void GoBackN(QpTuning& t) {
+  t.ooo_window = 0;
+  t.selective_repair = false;
+}
 
 class RcPair {
  public:
   explicit RcPair(const PairOptions& o = {}) : opts_(o), net_(o.seed, o.imp) {
-    RcDevice::Config cfg;
-    cfg.mem_seed = o.seed;
-    cfg.tuning = o.tuning;
-    a.node = net_.AddNode("a", cfg);
-    b.node = net_.AddNode("b", cfg);
+    for (bool a_side : {true, false}) {
+      RcDevice::Config cfg;
+      cfg.mem_seed = o.seed;
+      cfg.tuning = o.tuning;
+      if (o.adjust_tuning) o.adjust_tuning(a_side, cfg.tuning);
+      (a_side ? a : b).node = net_.AddNode(a_side ? "a" : "b", cfg);
+    }
     for (Endpoint* e : {&a, &b}) {
       e->scq = std::make_unique<CompletionQueue>(4096);
       e->rcq = std::make_unique<CompletionQueue>(4096);

@@ -11,9 +11,12 @@ namespace {
 
 // ---- PSN sequence error -------------------------------------------------------
 
+// Both sides go-back-N (the IBTA's minimum, as rxe): selective repair has
+// its own tests (rc_repair_test.cc).
 TEST(RcNak, SequenceErrorOneNakThenSilentDropThenGoBackN) {
   PairOptions o;
   o.attr.path_mtu = 256;
+  GoBackN(o.tuning);
   RcPair p(o);
   WireLog w(p.net());
   Buffer src(4096, 1), dst(8192, 2);

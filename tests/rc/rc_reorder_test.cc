@@ -358,11 +358,13 @@ TEST(RcReorder, StaleNakIsIgnored) {
 // pass loses it again, but the responder answers every pass (its re-NAK
 // when the requester went back and asks), so the peer is alive and the
 // connection survives; the retries cost no retry_cnt.
+// (Go-back-N on both sides; with selective repair see rc_repair_test.cc.)
 TEST(RcReorder, RepeatedLossOfOnePacketWithALivePeerSurvives) {
   PairOptions o;
   o.attr.path_mtu = 256;
   o.attr.timeout = 8;
   o.attr.retry_cnt = 3;
+  GoBackN(o.tuning);
   RcPair p(o);
   WireLog w(p.net());
   Buffer src(2048, 1), recv(2048, 2);
@@ -394,12 +396,14 @@ TEST(RcReorder, RepeatedLossOfOnePacketWithALivePeerSurvives) {
 
 // A responder that keeps answering but never lets the connection progress
 // fails it after max_stalled_retries retries (not never).
+// (Go-back-N on both sides; with selective repair see rc_repair_test.cc.)
 TEST(RcReorder, PeerThatAnswersButNeverProgressesFailsAfterTheStallBudget) {
   PairOptions o;
   o.attr.path_mtu = 256;
   o.attr.timeout = 8;
   o.attr.retry_cnt = 7;
   o.tuning.max_stalled_retries = 5;
+  GoBackN(o.tuning);
   RcPair p(o);
   WireLog w(p.net());
   Buffer src(1024, 1), recv(1024, 2);

@@ -16,6 +16,9 @@ namespace {
 void WrapWithLoss(WrOp o) {
   PairOptions opt;
   opt.attr.path_mtu = 256;
+  // Send/Write: the go-back-N path (the selective one across the wrap is in
+  // rc_repair_test.cc).
+  if (o != WrOp::kRead) GoBackN(opt.tuning);
   opt.a_psn = 0xFFFFFB;
   opt.b_psn = 0xFFFFFE;
   RcPair p(opt);

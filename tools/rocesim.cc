@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
               q.acks_sent, q.acks_received,
               q.cnps_sent, q.cnps_received,
               q.ce_received);
+  absl::PrintF("repair: repairs=%d spurious=%d go-back=%d ooo-kept=%d ooo-executed=%d read-rerequests=%d read-replays=%d\n",
+               q.repairs, q.repair_spurious, q.repair_go_back, q.ooo_kept, q.ooo_executed,
+               q.read_rerequests + q.implied_naks, q.read_replays);
   absl::PrintF("model: errors-injected=%d reconnects=%d binds=%d invalidates=%d late-receives=%d\n",
               r.errors_injected, r.reconnects,
               r.binds, r.invalidates,
@@ -115,8 +118,8 @@ int main(int argc, char** argv) {
   const uint64_t delivered = q.tx_bytes - q.retransmit_bytes;
   const double ratio = static_cast<double>(q.retransmit_bytes) / std::max<uint64_t>(delivered, 1);
   const double ideal = static_cast<double>(l.lost_payload_bytes) / std::max<uint64_t>(delivered, 1);
-  absl::PrintF("retransmitted: bytes=%d delivered=%d per-delivered=%.5f ideal=%.5f (lost=%d) x-ideal=%s\n",
-               q.retransmit_bytes, delivered, ratio, ideal, l.lost_payload_bytes,
+  absl::PrintF("retransmitted: bytes=%d (read responses %d) delivered=%d per-delivered=%.5f ideal=%.5f (lost=%d, read responses %d) x-ideal=%s\n",
+               q.retransmit_bytes, q.replay_bytes, delivered, ratio, ideal, l.lost_payload_bytes, l.lost_response_bytes,
                l.lost_payload_bytes ? absl::StrFormat("%.2f", ratio / ideal) : std::string("-"));
   absl::PrintF("time: virtual %.3f s, wall %.1f s\n", r.sim_time_ns / 1e9, secs);
   for (const std::string& f : r.failures) absl::PrintF("FAILED: %s\n", f);

@@ -67,13 +67,14 @@ int SimNetwork::Destination(const std::vector<uint8_t>& frame) const {
   return -1;
 }
 
-uint64_t SimNetwork::RcPayload(const std::vector<uint8_t>& frame) {
+void SimNetwork::CountLost(const std::vector<uint8_t>& frame) {
   RocePacket p;
   ParseOptions o;
   o.verify_icrc = false;
   o.verify_ip_checksum = false;
-  if (ParseRoceFrame(frame, &p, o) != Error::kOk) return 0;
-  return p.info().transport == Transport::kRc ? p.payload.size() : 0;
+  if (ParseRoceFrame(frame, &p, o) != Error::kOk || p.info().transport != Transport::kRc) return;
+  counters_.lost_payload_bytes += p.payload.size();
+  if (!p.info().request) counters_.lost_response_bytes += p.payload.size();
 }
 
 void SimNetwork::Send(int from, std::vector<uint8_t>&& frame) {
@@ -107,14 +108,14 @@ void SimNetwork::Send(int from, std::vector<uint8_t>&& frame) {
   uint8_t fate = 0;
   if (Chance(imp_.loss)) {
     counters_.dropped++;
-    counters_.lost_payload_bytes += RcPayload(frame);
+    CountLost(frame);
     if (!recent_.empty()) Remember(from, dst, frame, 1);
     if (trace) std::fprintf(trace, " LOST\n");
     return;
   }
   if (Chance(imp_.corrupt)) {
     fate = 4;
-    counters_.lost_payload_bytes += RcPayload(frame);
+    CountLost(frame);
     const size_t bit = std::uniform_int_distribution<size_t>(0, frame.size() * 8 - 1)(rng_);
     frame[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
     counters_.corrupted++;

@@ -42,6 +42,7 @@ struct LinkCounters {
   // RC payload bytes (requests and Read responses) of frames the link lost or
   // corrupted: what a sender that resent exactly the lost packets would resend.
   uint64_t lost_payload_bytes = 0;
+  uint64_t lost_response_bytes = 0;  // of which Read responses
 };
 
 class SimNetwork;
@@ -119,8 +120,8 @@ class SimNetwork {
   };
   bool Chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   int Destination(const std::vector<uint8_t>& frame) const;
-  // RC payload bytes of a frame (0 for anything else).
-  static uint64_t RcPayload(const std::vector<uint8_t>& frame);
+  // Counts the RC payload of a frame the link lost or corrupted.
+  void CountLost(const std::vector<uint8_t>& frame);
 
   struct Record {
     uint64_t t = 0;

@@ -389,6 +389,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
       const uint64_t timeout = AckTimeoutNs(attr_.timeout);
       const uint64_t late = now - hole_t_;
       reo_wnd_ = std::min(timeout ? timeout / 4 : 1'000'000, std::max(reo_wnd_, late + late / 4));
+      dev_->Event(qpn_, "reo-wnd-read", psn, reo_wnd_);
     }
     hole_active_ = false;
   }

@@ -395,8 +395,13 @@ void QueuePair::RepairAnswered(uint64_t now, bool plain_ack) {
   }
   const bool held = repair_ == Repair::kHold;
   // Answered before the resend could have reached the responder and come
-  // back: the packet was late, not lost.
-  const bool spurious = held && repair_tries_ == 1 && min_rtt_ && now - repair_sent_t_ < min_rtt_;
+  // back: the packet was late, not lost. min_rtt_ is measured on first
+  // transmissions, which may have queued behind a window of frames; a resend
+  // goes first, so its answer can come sooner than that without any
+  // reordering. Only an answer within half the minimum round trip is proof
+  // (else a loss-only link looks reordered, and every misjudged repair would
+  // add its own wait to the allowance: it ratcheted up to the cap).
+  const bool spurious = held && repair_tries_ == 1 && min_rtt_ && now - repair_sent_t_ < min_rtt_ / 2;
   repair_ = Repair::kNone;
   seq_nak_active_ = false;
   dev_->TimerChanged(this);
@@ -409,6 +414,7 @@ void QueuePair::RepairAnswered(uint64_t now, bool plain_ack) {
       const uint64_t cap = timeout ? timeout / 4 : 1'000'000;
       const uint64_t seen = now - repair_nak_t_;
       reo_wnd_ = std::min(cap, std::max(reo_wnd_, seen + seen / 4));
+      dev_->Event(qpn_, spurious ? "reo-wnd-spurious" : "reo-wnd-filled", repair_psn_, reo_wnd_);
       repairs_needed_ = 0;
     }
     return;

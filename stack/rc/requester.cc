@@ -424,10 +424,22 @@ void QueuePair::RepairAnswered(uint64_t now, bool plain_ack) {
     repairs_needed_ = 0;
   }
   if (plain_ack && PsnLess(acked_, repair_hi_)) {
-    // The responder has nothing it could execute after acked_ of what was
-    // sent before the resend: it did not keep it (or it is still on its
-    // way). After the reordering allowance, go back N over what was sent
-    // before the resend.
+    // After a sequence NAK, a later packet had reached the responder before
+    // the repaired one. A responder that keeps such packets (ooo_window)
+    // executes them once the gap is filled, then acknowledges past them or
+    // NAKs the next gap: a plain ACK past repair_psn_ + 1 comes only from
+    // it. What it does not cover yet is still on its way (reordered) or
+    // lost (what it had no room to keep it NAKs at once: GapKnown): a lost
+    // one is NAKed when a later packet arrives, or the retransmit timer
+    // fires (a timeout's repair answered short goes back N, below). Going
+    // back N here would resend a reordered window for nothing (a probe of
+    // the first missing packet measured worse too: sent before the
+    // reordered packets arrive, it is answered as if they were lost).
+    if (repair_cause_ == RepairCause::kNak && PsnDiff(acked_, PsnAdd(repair_psn_, 1)) > 0) return;
+    // A go-back-N responder (rxe) dropped them: its ACK stops at the
+    // repaired packet. After a timeout or an RNR NAK, too, nothing after
+    // acked_ is on its way. After the reordering allowance, go back N over
+    // what was sent before the resend.
     repair_psn_ = acked_;
     repair_nak_t_ = now;
     if (reo_wnd_) {

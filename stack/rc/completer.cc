@@ -190,9 +190,12 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool dea
     hole_at_ = resp_rx_ - 1;  // this response is the first past the hole
     hole_t_ = now;
   }
-  // Asked already (a gap re-request, or the span one after a timeout); the
-  // timer covers a lost re-request.
-  if (rd.asked && PsnDiff(rd.asked_to, rd.resp_psn) > 0) return;
+  // Asked already (a gap re-request, or the span one after a timeout) and
+  // its replay has not reached the gap yet: the later responses may be ones
+  // placed before; the read hold (OnTimer) and the retransmit timer cover a
+  // lost re-request. Once the replay has passed the hole (replay_hi), the
+  // hole is a loss like any other.
+  if (rd.asked && PsnDiff(rd.asked_to, rd.resp_psn) > 0 && PsnDiff(rd.replay_hi, rd.resp_psn) <= 0) return;
   // May still be on its way: fewer later responses than the link has
   // reordered by, or sooner than the reordering allowance (reo_wnd_, shared
   // with the requests' repairs). Once the allowance is over (hole_deadline_)
@@ -333,6 +336,8 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     return;
   }
   const uint32_t d = static_cast<uint32_t>(PsnDiff(psn, rd->resp_psn));
+  // How far the replay of a re-request has come (NoteBeyondHole).
+  if (rd->asked && PsnDiff(psn, rd->asked_to) < 0 && PsnDiff(psn, rd->replay_hi) > 0) rd->replay_hi = psn;
   // A second copy, or one more run of responses than we track: dropped.
   if (d > 0 && (rd->ooo.Test(d) || !rd->ooo.Set(d))) {
     counters.dup_responses++;

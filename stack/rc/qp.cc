@@ -203,6 +203,7 @@ bool QueuePair::ToRts(uint64_t now) {
   acked_ = una_;
   repair_ = Repair::kNone;
   hole_deadline_ = 0;
+  read_hold_at_ = 0;
   reo_wnd_ = 0;
   repairs_needed_ = 0;
   srtt_ = rttvar_ = min_rtt_ = 0;
@@ -234,7 +235,7 @@ void QueuePair::ToError() {
   cursor_pkt_ = 0;
   reads_outstanding_ = 0;
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = 0;
   repair_ = Repair::kNone;
   // Receive side: the receive in progress and every posted receive.
   if (have_recv_) CompleteRecv(Status::kCanceled, Cause::kFlushed);
@@ -266,7 +267,7 @@ void QueuePair::ToReset() {
   cursor_pkt_ = 0;
   reads_outstanding_ = 0;
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = 0;
   repair_ = Repair::kNone;
   send_error_ = false;
   have_recv_ = false;
@@ -404,7 +405,7 @@ uint64_t QueuePair::Deadline() const {
   const uint64_t repair = repair_ == Repair::kWait || repair_ == Repair::kHold || repair_ == Repair::kGoBackWait
                               ? repair_at_
                               : 0;
-  for (uint64_t t : {retrans_deadline_, rnr_deadline_, repair, hole_deadline_})
+  for (uint64_t t : {retrans_deadline_, rnr_deadline_, repair, hole_deadline_, read_hold_at_})
     if (t && (!d || t < d)) d = t;
   return d;
 }
@@ -436,6 +437,25 @@ void QueuePair::OnTimer(uint64_t now) {
       NoteBeyondHole(*rd, now, /*implied=*/false, /*deadline=*/true);
     if (state_ != QpState::kRts) return;
   }
+  if (read_hold_at_ && now >= read_hold_at_) {
+    read_hold_at_ = 0;
+    SendWqe* rd = OldestOpenRead();
+    // A second time only if the peer has been heard from since the last
+    // retry: a silent peer is the retransmit timer's (it counts retry_cnt).
+    if (rd && (heard_ || read_hold_tries_ <= 1) && rd->resp_psn == read_hold_psn_ && rd->asked && PsnDiff(rd->asked_to, rd->resp_psn) > 0) {
+      // The gap a re-request asked for is still there: it or its replay was
+      // lost. Again (a retry that spends the stall budget, as a repair's).
+      rd->asked = false;
+      counters.read_rerequests++;
+      dev_->Event(qpn_, "rerequest-again", rd->resp_psn, read_hold_tries_);
+      if (!ConsumeRetry(/*silent=*/false)) {
+        dev_->TimerChanged(this);
+        return;
+      }
+      ReRequestRead(*rd);
+      dev_->MarkActive(this);
+    }
+  }
   if (rnr_deadline_ && now >= rnr_deadline_) {
     rnr_deadline_ = 0;
     ArmRetransmitTimer(now);
@@ -462,6 +482,7 @@ void QueuePair::OnTimer(uint64_t now) {
           w.asked = false;
         }
         rereq_.clear();
+        read_hold_at_ = 0;
         hole_active_ = false;
         // Go back to the first PSN the responder has not confirmed; an
         // unanswered Read before it asks again for what it misses.

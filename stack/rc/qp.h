@@ -210,6 +210,7 @@ class QueuePair {
     uint32_t gap_psn = 0;
     bool asked = false;        // Read: a re-request for responses before asked_to is out
     uint32_t asked_to = 0;
+    uint32_t replay_hi = 0;    // Read: highest response PSN in [gap_psn, asked_to) since it was asked
     PsnRanges ooo;             // Read: responses placed ahead of resp_psn (index i = resp_psn + i)
     Status status = Status::kSuccess;
     Cause cause = Cause::kNone;
@@ -248,6 +249,7 @@ class QueuePair {
   void RepairAnswered(uint64_t now, bool plain_ack);
   bool EmitRepair(uint64_t now);
   uint64_t RepairHoldNs() const;
+  uint64_t ReadHoldNs() const;
   // The WQE (sequence number) and packet index holding `psn`, if it is an
   // unfinished Send/Write packet or the request of an unanswered Read.
   bool FindRequest(uint32_t psn, uint64_t* seq, uint32_t* k) const;
@@ -386,6 +388,11 @@ class QueuePair {
   uint64_t hole_at_ = 0;           // resp_rx_ before the first response past the hole
   uint64_t hole_t_ = 0;            // when the first response past the hole came
   uint64_t hole_deadline_ = 0;     // when the hole counts as lost, however few came after it
+  // A Read re-request for the gap at read_hold_psn_ is out: if the gap is
+  // still there at read_hold_at_, it is asked for again.
+  uint64_t read_hold_at_ = 0;
+  uint32_t read_hold_psn_ = 0;
+  uint32_t read_hold_tries_ = 0;
   uint32_t reorder_thresh_ = 1;
   // Everything before acked_ is known to have reached the responder (the
   // highest ACK or NAK heard). It runs ahead of una_ while an unanswered Read

@@ -28,9 +28,20 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
       continue;
     }
     const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+    const bool probe = probe_;
     if (!EmitRequest(w, k, now, ReadGap(w))) return n;
     rereq_.erase(rereq_.begin());
     n++;
+    if (!probe) {  // (after a timeout the retransmit timer paces)
+      // A re-request for a gap: if the gap is still there a round trip or
+      // two later, the re-request or its replay was lost; ask again then
+      // (OnTimer), not only at the retransmit timeout.
+      if (read_hold_psn_ != w.resp_psn || !read_hold_at_) read_hold_tries_ = 0;
+      read_hold_psn_ = w.resp_psn;
+      read_hold_at_ = now + ReadHoldNs();
+      read_hold_tries_++;
+      dev_->TimerChanged(this);
+    }
   }
   // A selective repair: the one missing packet, before anything new.
   if (repair_ == Repair::kDue && n < budget && state_ == QpState::kRts) {
@@ -183,6 +194,7 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
     if (PsnLess(psn, max_sent_)) {  // a re-request: what it covers is asked for
       w.asked = true;
       w.asked_to = PsnAdd(psn, read_pkts ? read_pkts : w.npkts - k);
+      w.replay_hi = psn;
       w.gap_retry = true;
       w.gap_psn = psn;
     }
@@ -376,6 +388,15 @@ bool QueuePair::EmitRepair(uint64_t now) {
   repair_at_ = repair_cause_ == RepairCause::kTimeout ? 0 : now + RepairHoldNs();
   dev_->TimerChanged(this);
   return true;
+}
+
+uint64_t QueuePair::ReadHoldNs() const {
+  // Two round trips (the replay may queue behind responses the peer is
+  // still sending), doubled for every re-request of the same gap.
+  const uint64_t timeout = AckTimeoutNs(attr_.timeout);
+  uint64_t t = srtt_ ? 2 * std::max(2 * srtt_, srtt_ + 4 * rttvar_) : (timeout ? timeout / 4 : 1'000'000);
+  t <<= std::min<uint32_t>(read_hold_tries_, 16);
+  return timeout ? std::min(t, timeout) : t;
 }
 
 uint64_t QueuePair::RepairHoldNs() const {

@@ -316,6 +316,8 @@ class QueuePair {
   void AnswerProgress();
   void ClearOoo();
   bool OooHasEpsn() const;
+  // Something after epsn_ arrived (kept or not) while epsn_ did not.
+  bool GapKnown();
   void OnDuplicate(const wire::RocePacket& p);
   bool TakeRecv();  // cur_recv_ from RQ/SRQ
   bool PlaceRecv(wire::ByteSpan data);
@@ -424,6 +426,8 @@ class QueuePair {
   std::vector<uint8_t> ooo_data_;
   uint32_t ooo_count_ = 0;
   uint32_t ooo_hi_ = 0;            // highest PSN kept
+  bool ooo_overflow_ = false;      // a request past the gap was not kept (window, size)
+  uint32_t ooo_over_hi_ = 0;       // the highest such PSN
   enum class InMsg : uint8_t { kNone, kSend, kWrite } in_msg_ = InMsg::kNone;
   bool have_recv_ = false;
   RecvWqe cur_recv_;

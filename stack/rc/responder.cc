@@ -238,10 +238,19 @@ bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req)
 // out as before, and what it resends after the gap arrives as duplicates.
 
 void QueuePair::KeepOoo(const RocePacket& p) {
-  const uint32_t w = dev_->tuning().ooo_window;
+  // A power of two (slot = PSN & (w - 1)), at most 256.
+  uint32_t w = std::min<uint32_t>(dev_->tuning().ooo_window, 256);
+  while (w & (w - 1)) w &= w - 1;
   const int32_t d = PsnDiff(p.bth.psn, epsn_);
-  if (w == 0 || d <= 0 || static_cast<uint32_t>(d) >= w || p.payload.size() > attr_.path_mtu)
+  if (w == 0 || d <= 0) return;
+  if (static_cast<uint32_t>(d) >= w || p.payload.size() > attr_.path_mtu) {
+    // Not kept: remember that something past the gap is missing, so the
+    // answer once the gap is filled is a NAK for it, not an ACK that the
+    // requester would take for "the rest is on its way" (GapKnown).
+    if (!ooo_overflow_ || PsnDiff(p.bth.psn, ooo_over_hi_) > 0) ooo_over_hi_ = p.bth.psn;
+    ooo_overflow_ = true;
     return;
+  }
   if (ooo_.size() != w || ooo_data_.size() != size_t{w} * attr_.path_mtu) {
     ooo_.assign(w, OooSlot{});
     ooo_data_.assign(size_t{w} * attr_.path_mtu, 0);
@@ -265,6 +274,12 @@ void QueuePair::KeepOoo(const RocePacket& p) {
   if (ooo_count_ == 0 || PsnDiff(p.bth.psn, ooo_hi_) > 0) ooo_hi_ = p.bth.psn;
   ooo_count_++;
   counters.ooo_kept++;
+}
+
+bool QueuePair::GapKnown() {
+  if (ooo_overflow_ && PsnDiff(ooo_over_hi_, epsn_) < 0) ooo_overflow_ = false;
+  if (ooo_overflow_) return true;
+  return ooo_count_ && !OooHasEpsn();
 }
 
 bool QueuePair::OooHasEpsn() const {
@@ -304,11 +319,13 @@ uint32_t QueuePair::DrainOoo(uint64_t now) {
 
 void QueuePair::AnswerProgress() {
   if (error_pending_ || nak_sent_) return;  // a fatal or RNR NAK is the answer
-  if (ooo_count_ && !OooHasEpsn()) {
-    // Later requests are here and the expected one is not: a new gap.
+  if (GapKnown()) {
+    // Later requests came (kept, or past the window) and the expected one
+    // has not: a new gap.
     nak_sent_ = true;
     went_back_ = false;
-    oos_hi_ = ooo_hi_;
+    oos_hi_ = ooo_count_ ? ooo_hi_ : ooo_over_hi_;
+    if (ooo_count_ && ooo_overflow_ && PsnDiff(ooo_over_hi_, oos_hi_) > 0) oos_hi_ = ooo_over_hi_;
     counters.seq_naks_sent++;
     QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
     return;
@@ -319,6 +336,7 @@ void QueuePair::AnswerProgress() {
 void QueuePair::ClearOoo() {
   for (OooSlot& s : ooo_) s.used = false;
   ooo_count_ = 0;
+  ooo_overflow_ = false;
 }
 
 void QueuePair::OnDuplicate(const RocePacket& p) {
@@ -328,7 +346,7 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
     // with a sequence NAK if we keep requests past a gap (a requester whose
     // NAK was lost probes what it last heard of, and must learn of the gap).
     if (p.bth.ack_req) {
-      if (ooo_count_ && !OooHasEpsn() && !error_pending_) {
+      if (!error_pending_ && GapKnown()) {
         counters.seq_naks_sent++;
         QueueNak(syndrome::Nak(syndrome::kNakPsnSeqError), epsn_);
       } else {

@@ -34,6 +34,7 @@ ABSL_FLAG(double, late_recv, 0.02,
           "fraction of receives posted late (RNR NAKs; their resends count as retransmissions)");
 ABSL_FLAG(uint32_t, mtu, 0, "path MTU (0: random per QP from 256..4096)");
 ABSL_FLAG(uint32_t, window, 32, "requester window in PSNs");
+ABSL_FLAG(bool, repair, false, "selective repair: responders keep 64 PSNs past a gap, requesters resend only the missing packet (QpTuning ooo_window, selective_repair; off by default)");
 ABSL_FLAG(uint32_t, outstanding, 24, "operations in flight per QP pair");
 ABSL_FLAG(bool, ipv6, false, "run over IPv6");
 ABSL_FLAG(double, delay_us, 1.0, "one-way link delay, microseconds");
@@ -62,13 +63,14 @@ int main(int argc, char** argv) {
   c.late_recv = absl::GetFlag(FLAGS_late_recv);
   c.path_mtu = absl::GetFlag(FLAGS_mtu);
   c.window_psns = absl::GetFlag(FLAGS_window);
+  c.repair = absl::GetFlag(FLAGS_repair);
   c.max_outstanding = absl::GetFlag(FLAGS_outstanding);
   c.ipv6 = absl::GetFlag(FLAGS_ipv6);
   absl::PrintF("rocesim: seed=%d messages=%d qps=%u loss=%g reorder=%g depth=%u dup=%g corrupt=%g ce=%g "
-              "max-size=%u errors=%g mtu=%s window=%u outstanding=%u %s delay=%gus rate=%gGb/s\n",
+              "max-size=%u errors=%g mtu=%s window=%u repair=%d outstanding=%u %s delay=%gus rate=%gGb/s\n",
               c.seed, c.messages, c.qps, c.imp.loss,
               c.imp.reorder, c.imp.reorder_depth, c.imp.dup, c.imp.corrupt, c.imp.ce_mark, c.max_size, c.error_rate,
-              c.path_mtu ? std::to_string(c.path_mtu) : std::string("random"), c.window_psns,
+              c.path_mtu ? std::to_string(c.path_mtu) : std::string("random"), c.window_psns, c.repair,
               c.max_outstanding, c.ipv6 ? "ipv6" : "ipv4", absl::GetFlag(FLAGS_delay_us), c.imp.gbps);
   FILE* trace = nullptr;
   if (!absl::GetFlag(FLAGS_trace).empty()) c.trace = trace = std::fopen(absl::GetFlag(FLAGS_trace).c_str(), "w");

@@ -71,7 +71,15 @@ struct PairOptions {
   QpCaps caps{};
   QpAttr attr{};  // path/dest_qpn/psns filled in by the harness
   uint32_t a_psn = 0x100, b_psn = 0x200;
-  QpTuning tuning{};
+  // Responders keep requests past a gap (the library's default is 0, see
+  // QpTuning::ooo_window) and requesters repair selectively; GoBackN() or
+  // adjust_tuning turn them off.
+  QpTuning tuning = [] {
+    QpTuning t;
+    t.ooo_window = 64;
+    t.selective_repair = true;
+    return t;
+  }();
   // Per-side adjustment of the attributes just before RTR (e.g. a different
   // min RNR timer, inbound read limit or path TOS on one side).
   std::function<void(bool a_side, QpAttr& attr)> adjust;

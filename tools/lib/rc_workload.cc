@@ -212,6 +212,10 @@ void Workload::Setup() {
   dc.mem_seed = cfg_.seed + 17;
   dc.tuning.max_unacked_psns = cfg_.window_psns;
   dc.tuning.ack_req_every = std::max<uint32_t>(cfg_.window_psns / 2, 1);
+  if (cfg_.repair) {
+    dc.tuning.ooo_window = 64;
+    dc.tuning.selective_repair = true;
+  }
   if (cfg_.events) {
     dc.event_hook = [this](uint32_t qpn, const char* e, uint64_t a, uint64_t b) {
       std::fprintf(cfg_.events, "%12.3f qp=%06x %s %llu %llu (0x%llx)\n", net_.now() / 1e3, qpn, e,

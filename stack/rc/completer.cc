@@ -165,7 +165,7 @@ bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now, bool evidence) {
 
 QueuePair::SendWqe* QueuePair::NextOpenOrDoneRead(SendWqe* after) {
   const uint64_t idx = static_cast<uint64_t>(after - sq_.data());
-  uint64_t seq = sq_head_ + ((idx + sq_.size() - sq_head_ % sq_.size()) % sq_.size());
+  uint64_t seq = sq_head_ + ((idx + sq_.size() - (sq_head_ & sq_mask_)) & sq_mask_);
   for (uint64_t i = seq + 1; i < sq_tail_; i++) {
     SendWqe& w = Slot(i);
     if (!w.started) return nullptr;

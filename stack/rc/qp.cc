@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <type_traits>
 
 #include "stack/mem/memory_table.h"
 #include "stack/rc/device.h"
@@ -134,9 +136,13 @@ QueuePair::QueuePair(RcDevice* dev, uint32_t qpn, const QpCaps& caps, Completion
   caps_.sq_depth = std::max<uint32_t>(caps_.sq_depth, 1);
   caps_.max_send_sge = std::clamp<uint32_t>(caps_.max_send_sge, 1, kMaxSge);
   caps_.max_recv_sge = std::clamp<uint32_t>(caps_.max_recv_sge, 1, kMaxSge);
-  sq_.resize(caps_.sq_depth);
-  sq_sges_.resize(size_t{caps_.sq_depth} * caps_.max_send_sge);
-  sq_inline_.resize(size_t{caps_.sq_depth} * caps_.max_inline);
+  // A power-of-two ring (slots by mask); sq_depth WQEs at most in it.
+  size_t ring = 1;
+  while (ring < caps_.sq_depth) ring <<= 1;
+  sq_mask_ = ring - 1;
+  sq_.resize(ring);
+  sq_sges_.resize(ring * caps_.max_send_sge);
+  sq_inline_.resize(ring * caps_.max_inline);
 }
 
 // ---- state transitions ------------------------------------------------------
@@ -286,7 +292,7 @@ PostResult QueuePair::PostSend(const SendWr& wr) {
   if (state_ == QpState::kReset) return PostResult::kInvalidState;
   if (wr.num_sge > caps_.max_send_sge) return PostResult::kTooManySge;
   if (wr.num_sge && !wr.sge) return PostResult::kInvalidParameter;
-  if (sq_tail_ - sq_head_ >= sq_.size()) return PostResult::kQueueFull;
+  if (sq_tail_ - sq_head_ >= caps_.sq_depth) return PostResult::kQueueFull;
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge; i++) total += wr.sge[i].length;
   const bool local = wr.op == WrOp::kBind || wr.op == WrOp::kInvalidate;
@@ -296,9 +302,10 @@ PostResult QueuePair::PostSend(const SendWr& wr) {
     if (wr.op == WrOp::kRead) return PostResult::kInvalidParameter;
     if (total > caps_.max_inline) return PostResult::kInlineTooLarge;
   }
-  const size_t slot = sq_tail_ % sq_.size();
+  const size_t slot = sq_tail_ & sq_mask_;
   SendWqe& w = sq_[slot];
-  w = SendWqe{};
+  static_assert(std::is_trivially_destructible_v<SendWqe>);
+  new (&w) SendWqe();  // the member initialisers, no zero fill
   w.wr = wr;
   w.length = local ? 0 : static_cast<uint32_t>(total);
   Sge* sges = &sq_sges_[slot * caps_.max_send_sge];

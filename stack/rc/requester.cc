@@ -528,7 +528,7 @@ uint64_t QueuePair::UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t re
   uint64_t left = w.IsRead() ? (read_pkts ? read_pkts : w.npkts - k) : 1;
   if (!w.IsRead()) left += w.npkts - 1 - static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
   const uint64_t idx = static_cast<uint64_t>(&w - sq_.data());
-  const uint64_t seq = sq_head_ + ((idx + sq_.size() - sq_head_ % sq_.size()) % sq_.size());
+  const uint64_t seq = sq_head_ + ((idx + sq_.size() - (sq_head_ & sq_mask_)) & sq_mask_);
   for (uint64_t i = seq + 1; i < sq_tail_ && left <= 2; i++) {
     const SendWqe& x = Slot(i);
     if (!x.started) break;
@@ -556,7 +556,7 @@ uint32_t QueuePair::ReadGap(const SendWqe& w) const {
 void QueuePair::ReRequestRead(SendWqe& rd) {
   const uint64_t idx = static_cast<uint64_t>(&rd - sq_.data());
   // Slot index -> WQE sequence number (the slot holds the WQE in [sq_head_, sq_tail_)).
-  uint64_t seq = sq_head_ + ((idx + sq_.size() - sq_head_ % sq_.size()) % sq_.size());
+  uint64_t seq = sq_head_ + ((idx + sq_.size() - (sq_head_ & sq_mask_)) & sq_mask_);
   dev_->Event(qpn_, "rerequest", rd.resp_psn, seq);
   // If the cursor has not passed this Read yet, the normal pass asks for it.
   if (cursor_ <= seq) return;

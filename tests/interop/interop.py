@@ -566,7 +566,10 @@ def run_case(a, report):
            "rdma_peer": "/usr/bin/python3 -c " + shlex.quote(
                open(os.path.join(SOURCE_DIR, "tests", "interop", "rdma_peer.py")).read()),
            "rdmacm_peer": "/usr/bin/python3 -c " + shlex.quote(
-               open(os.path.join(SOURCE_DIR, "tests", "interop", "rdmacm_peer.py")).read())}
+               open(os.path.join(SOURCE_DIR, "tests", "interop", "rdmacm_peer.py")).read()),
+           # tools/plot-bench for guest commands (a clone under /tmp is not there)
+           "plot_bench": "/usr/bin/python3 -c " + shlex.quote(
+               open(os.path.join(SOURCE_DIR, "tools", "plot-bench")).read())}
     name = a.name or "adhoc"
     capdir = os.path.abspath(a.captures or os.path.join(build, "interop-captures"))
     os.makedirs(capdir, exist_ok=True)

@@ -195,7 +195,13 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool dea
   // placed before; the read hold (OnTimer) and the retransmit timer cover a
   // lost re-request. Once the replay has passed the hole (replay_hi), the
   // hole is a loss like any other.
-  if (rd.asked && PsnDiff(rd.asked_to, rd.resp_psn) > 0 && PsnDiff(rd.replay_hi, rd.resp_psn) <= 0) return;
+  // (replay_hi only with selective repair: the original responses still
+  // streaming in pass the hole too, and without the read hold's pacing each
+  // of them re-requested the gap and spent the stall budget — a 4 MiB Read
+  // over a lossy tap failed with a retry timeout in nd2tools pair-rping.)
+  if (rd.asked && PsnDiff(rd.asked_to, rd.resp_psn) > 0 &&
+      (!dev_->tuning().selective_repair || PsnDiff(rd.replay_hi, rd.resp_psn) <= 0))
+    return;
   // May still be on its way: fewer later responses than the link has
   // reordered by, or sooner than the reordering allowance (reo_wnd_, shared
   // with the requests' repairs). Once the allowance is over (hole_deadline_)

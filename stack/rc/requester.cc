@@ -32,7 +32,9 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
     if (!EmitRequest(w, k, now, ReadGap(w))) return n;
     rereq_.erase(rereq_.begin());
     n++;
-    if (!probe) {  // (after a timeout the retransmit timer paces)
+    // (after a timeout the retransmit timer paces; the read hold goes with
+    // selective repair, off by default)
+    if (!probe && dev_->tuning().selective_repair) {
       // A re-request for a gap: if the gap is still there a round trip or
       // two later, the re-request or its replay was lost; ask again then
       // (OnTimer), not only at the retransmit timeout.

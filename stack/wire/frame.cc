@@ -6,19 +6,6 @@ namespace roce::wire {
 
 namespace {
 
-// Extension headers of an opcode (GetOpcodeInfo(opcode).headers), in wire order.
-inline uint8_t* EmitExt(uint16_t h, const ExtHeaders& x, uint8_t* o) {
-  if (h & kHdrDeth) { x.deth.Emit(o); o += kDethLen; }
-  if (h & kHdrReth) { x.reth.Emit(o); o += kRethLen; }
-  if (h & kHdrAtomicEth) { x.atomic.Emit(o); o += kAtomicEthLen; }
-  if (h & kHdrAeth) { x.aeth.Emit(o); o += kAethLen; }
-  if (h & kHdrAtomicAckEth) { x.atomic_ack.Emit(o); o += kAtomicAckEthLen; }
-  if (h & kHdrImmDt) { Store32(o, x.imm); o += kImmDtLen; }
-  if (h & kHdrIeth) { Store32(o, x.ieth_rkey); o += kIethLen; }
-  if (h & kHdrCnpPad) { std::memcpy(o, x.cnp_resv, kCnpPadLen); o += kCnpPadLen; }
-  return o;
-}
-
 // Copies the template: fixed sizes for the common layouts (the compiler
 // turns them into a few vector moves), any length otherwise.
 inline void CopyNet(uint8_t* out, const uint8_t* b, size_t n) {
@@ -82,7 +69,7 @@ size_t FrameTemplate::WriteHeaders(const Bth& bth, const ExtHeaders& ext, uint32
   Bth b = bth;
   b.pad_count = pad;
   b.Emit(o);
-  o = EmitExt(info.headers, ext, o + Bth::kLen);
+  o = EmitExtHeaders(info.headers, ext, o + Bth::kLen);
   return static_cast<size_t>(o - out);
 }
 

@@ -182,15 +182,7 @@ size_t EmitHeaders(const NetHeaders& p, const Bth& bth_in, const ExtHeaders& x,
   if (opts.fill_lengths) bth.pad_count = PadFor(payload_len);
   bth.Emit(o);
   o += Bth::kLen;
-  const uint16_t h = info.headers;
-  if (h & kHdrDeth) { x.deth.Emit(o); o += kDethLen; }
-  if (h & kHdrReth) { x.reth.Emit(o); o += kRethLen; }
-  if (h & kHdrAtomicEth) { x.atomic.Emit(o); o += kAtomicEthLen; }
-  if (h & kHdrAeth) { x.aeth.Emit(o); o += kAethLen; }
-  if (h & kHdrAtomicAckEth) { x.atomic_ack.Emit(o); o += kAtomicAckEthLen; }
-  if (h & kHdrImmDt) { Store32(o, x.imm); o += kImmDtLen; }
-  if (h & kHdrIeth) { Store32(o, x.ieth_rkey); o += kIethLen; }
-  if (h & kHdrCnpPad) { std::memcpy(o, x.cnp_resv, kCnpPadLen); o += kCnpPadLen; }
+  o = EmitExtHeaders(info.headers, x, o);
   return static_cast<size_t>(o - out);
 }
 

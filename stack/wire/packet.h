@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "stack/wire/bytes.h"
 #include "stack/wire/error.h"
@@ -43,6 +44,21 @@ struct ExtHeaders {
   uint32_t ieth_rkey = 0;   // IETH: R_Key to invalidate
   uint8_t cnp_resv[16] = {};
 };
+
+// Writes the extension headers an opcode carries (`headers`:
+// GetOpcodeInfo(opcode).headers) in wire order at `o`; returns the end.
+inline uint8_t* EmitExtHeaders(uint16_t headers, const ExtHeaders& x, uint8_t* o) {
+  const uint16_t h = headers;
+  if (h & kHdrDeth) { x.deth.Emit(o); o += kDethLen; }
+  if (h & kHdrReth) { x.reth.Emit(o); o += kRethLen; }
+  if (h & kHdrAtomicEth) { x.atomic.Emit(o); o += kAtomicEthLen; }
+  if (h & kHdrAeth) { x.aeth.Emit(o); o += kAethLen; }
+  if (h & kHdrAtomicAckEth) { x.atomic_ack.Emit(o); o += kAtomicAckEthLen; }
+  if (h & kHdrImmDt) { Store32(o, x.imm); o += kImmDtLen; }
+  if (h & kHdrIeth) { Store32(o, x.ieth_rkey); o += kIethLen; }
+  if (h & kHdrCnpPad) { std::memcpy(o, x.cnp_resv, kCnpPadLen); o += kCnpPadLen; }
+  return o;
+}
 
 struct RocePacket : NetHeaders, ExtHeaders {
   Bth bth;

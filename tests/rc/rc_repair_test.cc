@@ -13,24 +13,21 @@ namespace {
 
 bool FromAWithPsn(const Frame& f, uint32_t psn) { return f.from == kA && IsRequest(f.opcode) && f.psn == psn; }
 
-// A 10-packet Send whose 4th packet is lost once: one sequence NAK, one
-// packet resent (with AckReq), the six after it kept and executed, one ACK
-// for the whole message.
-TEST(RcRepair, SingleLossInAWindowIsRepairedByOnePacket) {
-  PairOptions o;
-  o.attr.path_mtu = 256;
-  RcPair p(o);
-  WireLog w(p.net());
-  Buffer src(4096, 1), dst(4096, 2);
-  src.Fill(3);
+// a sends b a 2560-byte Send (10 packets at path MTU 256) whose 4th packet
+// (`*lost`, `*base` the first) is dropped once; runs until a's Send has
+// completed and the link is idle, then checks both completions and that
+// `dst` (b's 4096-byte receive) holds `src` (filled with `fill`).
+void SendWithFourthPacketLost(RcPair& p, WireLog& w, uint8_t fill, Buffer& src, Buffer& dst, uint32_t* base,
+                              uint32_t* lost) {
+  src.Fill(fill);
   auto sr = p.a.Register(src, 0);
   auto dr = p.b.Register(dst, mem::kLocalWrite);
   Sge r0{dst.addr(), 4096, dr.local_token};
   ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &r0, 1)), PostResult::kOk);
 
-  const uint32_t base = p.a.qp->next_psn();
-  const uint32_t lost = PsnAdd(base, 3);
-  w.drop = DropFirst([&](const Frame& f) { return FromAWithPsn(f, lost); });
+  *base = p.a.qp->next_psn();
+  const uint32_t l = *lost = PsnAdd(*base, 3);
+  w.drop = DropFirst([l](const Frame& f) { return FromAWithPsn(f, l); });
   Sge s{src.addr(), 2560, sr.local_token};
   ASSERT_EQ(p.a.qp->PostSend(MakeSend(1, &s, 1)), PostResult::kOk);
   ASSERT_TRUE(p.RunForSend(p.a, 1));
@@ -41,6 +38,19 @@ TEST(RcRepair, SingleLossInAWindowIsRepairedByOnePacket) {
   ExpectCompletions(rc, {{100, Status::kSuccess}});
   EXPECT_EQ(rc[0].bytes, 2560u);
   EXPECT_EQ(0, std::memcmp(dst.data(), src.data(), 2560));
+}
+
+// A 10-packet Send whose 4th packet is lost once: one sequence NAK, one
+// packet resent (with AckReq), the six after it kept and executed, one ACK
+// for the whole message.
+TEST(RcRepair, SingleLossInAWindowIsRepairedByOnePacket) {
+  PairOptions o;
+  o.attr.path_mtu = 256;
+  RcPair p(o);
+  WireLog w(p.net());
+  Buffer src(4096, 1), dst(4096, 2);
+  uint32_t base = 0, lost = 0;
+  ASSERT_NO_FATAL_FAILURE(SendWithFourthPacketLost(p, w, 3, src, dst, &base, &lost));
   EXPECT_TRUE(dst.GuardsIntact());
 
   // The responder NAKs the first packet past the gap, once, naming the gap.
@@ -84,25 +94,8 @@ TEST(RcRepair, GoBackNResponderCompletesThroughThePlainAckFallback) {
   RcPair p(o);
   WireLog w(p.net());
   Buffer src(4096, 1), dst(4096, 2);
-  src.Fill(5);
-  auto sr = p.a.Register(src, 0);
-  auto dr = p.b.Register(dst, mem::kLocalWrite);
-  Sge r0{dst.addr(), 4096, dr.local_token};
-  ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &r0, 1)), PostResult::kOk);
-
-  const uint32_t base = p.a.qp->next_psn();
-  const uint32_t lost = PsnAdd(base, 3);
-  w.drop = DropFirst([&](const Frame& f) { return FromAWithPsn(f, lost); });
-  Sge s{src.addr(), 2560, sr.local_token};
-  ASSERT_EQ(p.a.qp->PostSend(MakeSend(1, &s, 1)), PostResult::kOk);
-  ASSERT_TRUE(p.RunForSend(p.a, 1));
-  p.RunIdle();
-
-  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
-  auto rc = p.b.PollRecv();
-  ExpectCompletions(rc, {{100, Status::kSuccess}});
-  EXPECT_EQ(rc[0].bytes, 2560u);
-  EXPECT_EQ(0, std::memcmp(dst.data(), src.data(), 2560));
+  uint32_t base = 0, lost = 0;
+  ASSERT_NO_FATAL_FAILURE(SendWithFourthPacketLost(p, w, 5, src, dst, &base, &lost));
 
   auto naks = w.Where([](const Frame& f) { return f.from == kB && IsSeqNak(f); });
   ASSERT_EQ(naks.size(), 1u);

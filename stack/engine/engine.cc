@@ -104,9 +104,11 @@ Engine::~Engine() {
   mcache_n_ = 0;
   if (zc_) {
     rc_->memory().on_deregister = nullptr;
-    port_->PurgeRevokedTx(opts_.queue);  // (after Close: everything is revoked)
+    // Close revokes every reference (the pool lives on while frames hold
+    // them), so the purge then drops every zero-copy frame still queued.
     zc_->Close();
     zc_ = nullptr;
+    port_->PurgeRevokedTx(opts_.queue);
   }
 }
 

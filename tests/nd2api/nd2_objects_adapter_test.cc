@@ -7,7 +7,9 @@
 #include <sched.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "tests/nd2api/nd2_objects_util.h"
 
@@ -486,7 +488,22 @@ TEST_F(Nd2Adapter, OutOfMemoryGivesNoMemoryOrInsufficientResources) {
   {
     rlimit cap = old;
     cap.rlim_cur = VmBytes() + (1u << 20);
+    // The cap alone does not exhaust memory: malloc keeps freed blocks (and,
+    // once earlier tests freed large ones, raises its mmap threshold so that
+    // multi-MiB blocks come from the heap), so a 3 MiB CQ ring could still fit
+    // in space the process already maps (it did on a CI machine). Take every
+    // free block of kSoak bytes or more first: then no allocation that large
+    // succeeds, and each call below needs one (the smallest, the SRQ's 16384
+    // receive WQEs, is 512 KiB).
+    constexpr size_t kSoak = 128u << 10;
+    std::vector<void*> soak;
+    soak.reserve(1u << 14);  // 2 GiB of 128 KiB blocks: more than malloc keeps
     ASSERT_EQ(setrlimit(RLIMIT_AS, &cap), 0);
+    while (soak.size() < soak.capacity()) {
+      void* b = std::malloc(kSoak);
+      if (!b) break;
+      soak.push_back(b);
+    }
     h_cq = a_->CreateCompletionQueue(IID_IND2CompletionQueue, file_, info_.MaxCompletionQueueDepth, 0, 0, &big_cq);
     h_qp = a_->CreateQueuePair(IID_IND2QueuePair, cq, cq, nullptr, info_.MaxReceiveQueueDepth,
                                info_.MaxInitiatorQueueDepth, info_.MaxReceiveSge, info_.MaxInitiatorSge,
@@ -495,7 +512,9 @@ TEST_F(Nd2Adapter, OutOfMemoryGivesNoMemoryOrInsufficientResources) {
                                          info_.MaxReceiveSge, 0, 0, 0, &big_srq);
     h_resize = cq->Resize(info_.MaxCompletionQueueDepth);
     h_modify = srq->Modify(info_.MaxSharedReceiveQueueDepth, 0);
+    for (void* b : soak) std::free(b);
     ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);
+    ASSERT_LT(soak.size(), soak.capacity()) << "malloc never ran out under the cap";
   }
   EXPECT_EQ(h_cq, ND_NO_MEMORY);
   EXPECT_EQ(big_cq, nullptr);
@@ -505,6 +524,11 @@ TEST_F(Nd2Adapter, OutOfMemoryGivesNoMemoryOrInsufficientResources) {
   EXPECT_EQ(big_srq, nullptr);
   EXPECT_EQ(h_resize, ND_INSUFFICIENT_RESOURCES);
   EXPECT_EQ(h_modify, ND_INSUFFICIENT_RESOURCES);
+  // Should a creation have succeeded, release it: a leaked object keeps the
+  // provider up and fails the tests after this one too.
+  for (void* made : {big_cq, big_qp, big_srq}) {
+    if (made && made != reinterpret_cast<void*>(1)) static_cast<IUnknown*>(made)->Release();
+  }
   // Memory back: the same calls succeed.
   ASSERT_EQ(a_->CreateQueuePair(IID_IND2QueuePair, cq, cq, nullptr, info_.MaxReceiveQueueDepth,
                                 info_.MaxInitiatorQueueDepth, info_.MaxReceiveSge, info_.MaxInitiatorSge,

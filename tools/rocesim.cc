@@ -34,7 +34,7 @@ ABSL_FLAG(double, late_recv, 0.02,
           "fraction of receives posted late (RNR NAKs; their resends count as retransmissions)");
 ABSL_FLAG(uint32_t, mtu, 0, "path MTU (0: random per QP from 256..4096)");
 ABSL_FLAG(uint32_t, window, 32, "requester window in PSNs");
-ABSL_FLAG(bool, repair, false, "selective repair: responders keep 64 PSNs past a gap, requesters resend only the missing packet (QpTuning ooo_window, selective_repair; off by default)");
+ABSL_FLAG(bool, repair, true, "selective repair: responders keep 64 PSNs past a gap, requesters resend only the missing packet (QpTuning ooo_window, selective_repair: the default between two of our stacks); --norepair: go-back-N as towards rxe");
 ABSL_FLAG(uint32_t, outstanding, 24, "operations in flight per QP pair");
 ABSL_FLAG(bool, ipv6, false, "run over IPv6");
 ABSL_FLAG(double, delay_us, 1.0, "one-way link delay, microseconds");

@@ -83,6 +83,9 @@ struct ConnectionManager::Conn {
   uint8_t local_ack_timeout = 19, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 12;
   uint32_t our_psn = 0;          // the PSN we expect to receive (REQ/REP starting PSN)
   uint32_t peer_psn = 0;         // the PSN the peer expects (what we send from)
+  uint32_t req_attr_mod = 0;     // passive: the REQ's attribute modifier (ECE options offered)
+  uint32_t ece_tx = 0;           // attribute modifier of our REQ (offered) / REP (accepted)
+  uint32_t ece = 0;              // ECE options both sides agreed on (kEceSelectiveRepair)
   uint8_t peer_response_timeout = 18;
   uint64_t tid = 0;              // the connection's transaction ID (the active side's)
   uint64_t dreq_tid = 0;         // ours, for DREQs we send (passive: our own TID)
@@ -379,7 +382,7 @@ void ConnectionManager::Transmit(const NetHeaders& path, const std::array<uint8_
   counters.tx_mads++;
 }
 
-void ConnectionManager::SendMadTo(const NetHeaders& path, uint64_t tid, const CmMessage& msg) {
+void ConnectionManager::SendMadTo(const NetHeaders& path, uint64_t tid, const CmMessage& msg, uint32_t attr_mod) {
   switch (AttrIdOf(msg)) {
     case wcm::kAttrReq: counters.tx_req++; break;
     case wcm::kAttrMra: counters.tx_mra++; break;
@@ -396,11 +399,18 @@ void ConnectionManager::SendMadTo(const NetHeaders& path, uint64_t tid, const Cm
     case wcm::kAttrDrep: counters.tx_drep++; break;
     default: break;
   }
-  Transmit(path, SerializeCmMad(MakeCmMad(tid, msg)));
+  CmMad m = MakeCmMad(tid, msg);
+  m.hdr.attr_mod = attr_mod;
+  Transmit(path, SerializeCmMad(m));
+}
+
+uint32_t ConnectionManager::AttrModFor(const Conn& c, const CmMessage& msg) {
+  const uint16_t a = AttrIdOf(msg);
+  return a == wcm::kAttrReq || a == wcm::kAttrRep ? c.ece_tx : 0;
 }
 
 void ConnectionManager::SendMad(Conn* c, uint64_t tid, CmMessage msg, uint64_t now, bool retransmittable) {
-  SendMadTo(MadPath(*c), tid, msg);
+  SendMadTo(MadPath(*c), tid, msg, AttrModFor(*c, msg));
   if (retransmittable) {
     c->retx_armed = true;
     c->retx_deadline = now + ResponseTimeoutNs();
@@ -444,6 +454,7 @@ bool ConnectionManager::SetupQp(Conn* c, uint32_t sq_psn, uint32_t rq_psn, bool 
   a.rnr_retry = c->rnr_retry;
   a.min_rnr_timer = c->min_rnr_timer;
   a.path = DataPath(*c);
+  a.peer_repairs = (c->ece & kEceSelectiveRepair) != 0;
   if (!qp->ToRtr(a)) return false;
   if (to_rts && !qp->ToRts(now)) return false;
   return true;
@@ -575,6 +586,10 @@ absl::StatusOr<ConnId> ConnectionManager::Connect(const ConnectParams& p, uint64
   r.primary.traffic_class = p.traffic_class;
   r.primary.hop_limit = p.hop_limit;
   r.primary.local_ack_timeout = p.local_ack_timeout & 0x1F;
+  if (cfg_.selective_repair) {  // ECE offer
+    r.vendor_id = kEceVendorId;
+    c->ece_tx = kEceSelectiveRepair;
+  }
   SetRdmaCmPrivateData(CmaHeader::Make(p.local_ip, lport, p.peer_ip),
                        ByteSpan(p.private_data.data(), p.private_data.size()), &r);
   c->info.state = ConnState::kReqSent;
@@ -601,6 +616,9 @@ absl::Status ConnectionManager::Accept(ConnId id, const AcceptParams& p, uint64_
   c->info.outbound_read_limit = std::min(p.initiator_depth, c->req.responder_resources);
   c->min_rnr_timer = p.min_rnr_timer;
   c->our_psn = RandomPsn();
+  // ECE: accept what we support of what a REQ of ours offered.
+  const uint32_t ours = cfg_.selective_repair ? kEceSelectiveRepair : 0;
+  c->ece = c->ece_tx = c->req.vendor_id == kEceVendorId ? c->req_attr_mod & ours : 0;
   if (!SetupQp(c, c->req.starting_psn, c->our_psn, true, now)) {
     QpToError(c);
     return absl::InternalError("the QP refused the connection's attributes");
@@ -617,6 +635,7 @@ absl::Status ConnectionManager::Accept(ConnId id, const AcceptParams& p, uint64_
   rep.rnr_retry_count = p.rnr_retry & 7;
   rep.srq = qp->srq() != nullptr;
   rep.local_ca_guid = cfg_.ca_guid;
+  rep.vendor_id = c->req.vendor_id;  // echoed, as librdmacm does
   CopyPd(rep.private_data, p.private_data);
   c->info.state = ConnState::kRepSent;
   c->mra_deadline = 0;
@@ -796,7 +815,7 @@ void ConnectionManager::OnReq(const RocePacket& p, const MadHeader& h, const CmR
         SendMadTo(reply, c->tid, mra);
       } else if (c->have_last_reply &&
                  (c->info.state == ConnState::kRepSent || c->info.state == ConnState::kTimeWait)) {
-        SendMadTo(reply, c->tid, c->last_reply);  // the REP (or REJ) again
+        SendMadTo(reply, c->tid, c->last_reply, AttrModFor(*c, c->last_reply));  // the REP (or REJ) again
       }
       return;
     }
@@ -846,6 +865,7 @@ void ConnectionManager::OnReq(const RocePacket& p, const MadHeader& h, const CmR
   Conn* c = Find(id);
   c->listener = l->id;
   c->req = m;
+  c->req_attr_mod = h.attr_mod;
   c->info.active = false;
   c->info.local_ip = c->local_ip = dst;
   c->info.peer_ip = c->peer_ip = src;
@@ -987,6 +1007,8 @@ void ConnectionManager::OnRep(const RocePacket& p, const MadHeader& h, const CmR
   c->info.inbound_read_limit = std::min(c->info.inbound_read_limit, m.initiator_depth);
   c->rnr_retry = m.rnr_retry_count;
   c->peer_psn = m.starting_psn;
+  // ECE: what the REP accepted of what we offered, if it answers as us.
+  c->ece = m.vendor_id == kEceVendorId ? h.attr_mod & c->ece_tx : 0;
   if (!SetupQp(c, m.starting_psn, c->our_psn, !c->defer_rtu, now)) {
     SendRej(MadPath(*c), c->tid, c->info.local_comm_id, m.local_comm_id, wcm::kMsgRep, wcm::kRejNoQp);
     c->info.reject_reason = wcm::kRejNoQp;
@@ -1115,7 +1137,7 @@ void ConnectionManager::OnTimer(Conn* c, uint64_t now) {
   }
   if (c->retx_left-- > 0) {
     counters.retransmits++;
-    SendMadTo(MadPath(*c), c->retx_tid, c->retx_msg);
+    SendMadTo(MadPath(*c), c->retx_tid, c->retx_msg, AttrModFor(*c, c->retx_msg));
     c->retx_deadline = now + ResponseTimeoutNs();
     return;
   }

@@ -38,6 +38,19 @@
 
 namespace roce::cm {
 
+// Enhanced Connection Establishment (ECE, IBTA; Linux rdma_cm and mlx5 use it
+// to negotiate vendor features such as selective repeat): the REQ carries a
+// 24-bit vendor ID and, in the MAD header's attribute modifier, the options
+// it offers; the REP echoes the vendor ID (as librdmacm does) and answers in
+// its attribute modifier with the options it accepts. Ours: selective repair
+// (rc::QpAttr::peer_repairs). A peer that is not this stack answers with no
+// options (librdmacm over a provider without ECE, such as rxe: 0), so its
+// connections stay plain go-back-N.
+// Our vendor ID is not an IEEE-assigned OUI: "SR" under a locally
+// administered first octet (0x0A: the CID form), which no vendor holds.
+inline constexpr uint32_t kEceVendorId = 0x0A5352;
+inline constexpr uint32_t kEceSelectiveRepair = 1u << 0;
+
 using ConnId = uint32_t;
 using ListenerId = uint32_t;
 inline constexpr ConnId kNoConn = 0;
@@ -157,6 +170,9 @@ class ConnectionManager {
     wire::MacAddr mac;                    // our port's
     std::vector<wire::IpAddr> addrs;      // our addresses (GIDs)
     uint64_t ca_guid = 0;                 // 0: the modified EUI-64 of the MAC
+    // Offer (REQ) and accept (REP) selective repair over ECE; false: every
+    // connection is go-back-N.
+    bool selective_repair = true;
     uint8_t cm_response_timeout = 18;     // 4.096 us * 2^18 = 1.07 s between retransmissions
     uint8_t max_cm_retries = 15;
     uint8_t target_ack_delay = 15;        // what our REP announces (rxe's)
@@ -250,7 +266,9 @@ class ConnectionManager {
   bool PortTaken(const wire::IpAddr& ip, uint16_t port) const;
 
   void SendMad(Conn* c, uint64_t tid, wire::CmMessage msg, uint64_t now, bool retransmittable);
-  void SendMadTo(const wire::NetHeaders& path, uint64_t tid, const wire::CmMessage& msg);
+  // attr_mod: the MAD header's attribute modifier (ECE options of a REQ/REP).
+  void SendMadTo(const wire::NetHeaders& path, uint64_t tid, const wire::CmMessage& msg, uint32_t attr_mod = 0);
+  static uint32_t AttrModFor(const Conn& c, const wire::CmMessage& msg);
   void Transmit(const wire::NetHeaders& path, const std::array<uint8_t, wire::mad::kLen>& mad);
   void SendRej(const wire::NetHeaders& path, uint64_t tid, uint32_t local_comm, uint32_t remote_comm,
                uint8_t msg_rejected, uint16_t reason, const std::vector<uint8_t>& pd = {});

@@ -200,7 +200,7 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool dea
   // of them re-requested the gap and spent the stall budget — a 4 MiB Read
   // over a lossy tap failed with a retry timeout in nd2tools pair-rping.)
   if (rd.asked && PsnDiff(rd.asked_to, rd.resp_psn) > 0 &&
-      (!dev_->tuning().selective_repair || PsnDiff(rd.replay_hi, rd.resp_psn) <= 0))
+      (!Repairs() || PsnDiff(rd.replay_hi, rd.resp_psn) <= 0))
     return;
   // May still be on its way: fewer later responses than the link has
   // reordered by, or sooner than the reordering allowance (reo_wnd_, shared

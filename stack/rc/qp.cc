@@ -161,6 +161,8 @@ bool QueuePair::ToRtr(const QpAttr& attr) {
   }
   if (attr.dest_qpn > kPsnMask || attr.max_dest_rd_atomic == 0) return false;
   attr_ = attr;
+  repairs_ = attr.peer_repairs && dev_->tuning().selective_repair;
+  ooo_window_ = attr.peer_repairs ? dev_->tuning().ooo_window : 0;
   attr_.sq_psn &= kPsnMask;
   attr_.rq_psn &= kPsnMask;
   net_ = attr.path;

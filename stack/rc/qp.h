@@ -339,6 +339,13 @@ class QueuePair {
   const uint64_t context_;
   QpCaps caps_;
   QpAttr attr_;
+  // Selective repair and the responder's keeping apply only towards a peer
+  // that is this stack (QpAttr::peer_repairs; see QpTuning).
+  // Set at RTR.
+  bool Repairs() const { return repairs_; }
+  uint32_t OooWindow() const { return ooo_window_; }
+  bool repairs_ = false;
+  uint32_t ooo_window_ = 0;
   QpState state_ = QpState::kReset;
   CompletionQueue* send_cq_;
   CompletionQueue* recv_cq_;

@@ -33,8 +33,8 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
     rereq_.erase(rereq_.begin());
     n++;
     // (after a timeout the retransmit timer paces; the read hold goes with
-    // selective repair, off by default)
-    if (!probe && dev_->tuning().selective_repair) {
+    // selective repair, only between our stacks)
+    if (!probe && Repairs()) {
       // A re-request for a gap: if the gap is still there a round trip or
       // two later, the re-request or its replay was lost; ask again then
       // (OnTimer), not only at the retransmit timeout.
@@ -324,7 +324,7 @@ void QueuePair::StartRepair(uint32_t psn, uint64_t now) {
   uint32_t k;
   // Only when nothing else is being resent (the cursor is at the frontier)
   // and the packet is one we can resend alone; otherwise go back N.
-  if (!dev_->tuning().selective_repair || PsnLess(CursorPsn(), max_sent_) ||
+  if (!Repairs() || PsnLess(CursorPsn(), max_sent_) ||
       !FindRequest(psn, &seq, &k)) {
     repair_ = Repair::kNone;
     RetryFrom(psn);
@@ -350,7 +350,7 @@ void QueuePair::StartRepair(uint32_t psn, uint64_t now) {
 bool QueuePair::RepairNow(uint32_t psn, uint64_t now, RepairCause cause) {
   uint64_t seq;
   uint32_t k;
-  if (!dev_->tuning().selective_repair || PsnLess(CursorPsn(), max_sent_) ||
+  if (!Repairs() || PsnLess(CursorPsn(), max_sent_) ||
       !FindRequest(psn, &seq, &k)) {
     repair_ = Repair::kNone;
     return false;

@@ -239,7 +239,7 @@ bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req)
 
 void QueuePair::KeepOoo(const RocePacket& p) {
   // A power of two (slot = PSN & (w - 1)), at most 256.
-  uint32_t w = std::min<uint32_t>(dev_->tuning().ooo_window, 256);
+  uint32_t w = std::min<uint32_t>(OooWindow(), 256);
   while (w & (w - 1)) w &= w - 1;
   const int32_t d = PsnDiff(p.bth.psn, epsn_);
   if (w == 0 || d <= 0) return;

@@ -145,6 +145,12 @@ struct QpAttr {
   uint8_t rnr_retry = 7;         // RNR retries; 7 = infinite
   uint8_t min_rnr_timer = 12;    // code we put in our RNR NAKs (12 = 0.64 ms)
   wire::NetHeaders path;         // Ethernet / IP / UDP towards the peer
+  // The peer is this stack (the CM knows it by its CA GUID, see
+  // wire::IsSoftRnicGuid): it resends only a missing packet after a sequence
+  // NAK and takes an ACK past what it is resending in stride. Only then do
+  // QpTuning's ooo_window and selective_repair apply; towards anything else
+  // (rxe, hardware) the QP is plain go-back-N.
+  bool peer_repairs = false;
 };
 
 // Protocol tuning that is not negotiated.
@@ -165,27 +171,26 @@ struct QpTuning {
   // lets the connection progress fails it after this many. A silent peer
   // fails it after retry_cnt (see QpAttr::retry_cnt).
   uint32_t max_stalled_retries = 64;
+  // Selective repair, between two of our stacks only (QpAttr::peer_repairs):
   // Responder: requests that arrive past a missing one are kept (up to this
   // many PSNs beyond the expected one; a power of two, at most 256) and
   // executed in order once the gap is filled, so a loss or a reordered frame
-  // costs only the missing packet. 0: dropped, as the IBTA's minimum (and
-  // rxe) does; the requester then goes back N. The memory (this many
-  // path-MTU buffers) is taken the first time a QP needs it.
-  // Off by default: with it, the ACK after a filled gap jumps past what a
-  // go-back-N requester (rxe) is resending in its current pass, and one of
-  // six lossy interop runs against rxe's ibv_rc_pingpong (rcpp-client-tap-
-  // loss2) hung there (rxe sent a completed message's last packet again and
-  // stopped). Until that is understood, keep it for peers that are this
-  // stack (64 with selective_repair makes a 1% loss cost 1.2x the ideal
-  // resend, rocesim --repair).
-  uint32_t ooo_window = 0;
+  // costs only the missing packet (rocesim at 1% loss: 1.2x the ideal resend
+  // against 20x for go-back-N). 0: dropped, as the IBTA's minimum (and rxe)
+  // does; the requester then goes back N. The memory (this many path-MTU
+  // buffers) is taken the first time a QP needs it.
+  // Never towards a peer that is not ours: the ACK after a filled gap jumps
+  // past what a go-back-N requester is resending in its current pass, and
+  // rxe's completer then moves its acknowledged PSN past a message it has not
+  // completed; if the ACK to that message's resent last packet is lost, rxe
+  // never retries ("no point in retrying if we have already seen the last
+  // ack", rxe_comp.c) and the connection hangs (seen in rcpp-client-tap-loss2).
+  uint32_t ooo_window = 64;
   // Requester: after a sequence NAK, resend only the missing packet and wait
   // for the answer before going back N (see README "Protocol notes").
-  // false: go back N at once, as rxe does. Off by default with ooo_window:
-  // against a responder that keeps nothing it costs a round trip per loss
-  // and resends as much as going back at once (rocesim: 25x the ideal at 1%
-  // loss, against 20x).
-  bool selective_repair = false;
+  // false: go back N at once, as rxe does. Against a responder that keeps
+  // nothing it costs a round trip per loss, hence also only towards our own.
+  bool selective_repair = true;
 };
 
 // Local ACK timeout: 4.096 us * 2^code (code 0: no timeout).

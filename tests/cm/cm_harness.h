@@ -50,6 +50,8 @@ struct CmPairOptions {
   sim::Impairment imp{};
   bool ipv6 = false;
   ConnectionManager::Config cfg{};  // mac/addrs/seed filled in per node
+  // Per-node change of the configuration (e.g. another CA GUID on one side).
+  std::function<void(bool a_side, ConnectionManager::Config& c)> adjust;
 };
 
 class CmPair {
@@ -68,6 +70,7 @@ class CmPair {
       c.mac = n->node->mac();
       c.addrs = {n->node->ip()};
       c.seed = o.seed * 10 + static_cast<uint64_t>(++i);
+      if (o.adjust) o.adjust(n == &a, c);
       n->cm = std::make_unique<ConnectionManager>(&n->dev(), c);
       n->scq = std::make_unique<rc::CompletionQueue>(1024);
       n->rcq = std::make_unique<rc::CompletionQueue>(1024);

@@ -169,6 +169,42 @@ TEST(Cm, ConnectAcceptAndDataBothWays) {
   EXPECT_EQ(p.b.cm->counters.established, 1u);
 }
 
+// Selective repair is negotiated over ECE: our REQ offers it (vendor ID +
+// attribute modifier), a REP of ours accepts it; only then do the QPs repair
+// selectively (rc::QpAttr::peer_repairs). A peer that offers nothing (Linux
+// rdma_cm over rxe: vendor ID 0) or accepts nothing (librdmacm echoes the
+// vendor ID with options 0 when the provider has no ECE) gets go-back-N.
+TEST(Cm, SelectiveRepairIsNegotiatedOverEce) {
+  struct Case {
+    const char* name;
+    bool a_offers, b_accepts, want;
+  };
+  for (const Case& k : {Case{"both ours", true, true, true}, Case{"b accepts no option", true, false, false},
+                        Case{"a offers nothing", false, true, false}}) {
+    SCOPED_TRACE(k.name);
+    CmPairOptions o;
+    o.adjust = [&k](bool a_side, ConnectionManager::Config& c) {
+      c.selective_repair = a_side ? k.a_offers : k.b_accepts;
+    };
+    CmPair p(o);
+    Established e = Connect(p, {}, {});
+    ASSERT_TRUE(e.qa && e.qb);
+    const auto reqs = p.Mads(0, wcm::kAttrReq);
+    const auto reps = p.Mads(1, wcm::kAttrRep);
+    ASSERT_EQ(reqs.size(), 1u);
+    ASSERT_EQ(reps.size(), 1u);
+    EXPECT_EQ(reqs[0].mad.As<CmReq>()->vendor_id, k.a_offers ? kEceVendorId : 0u);
+    EXPECT_EQ(reqs[0].mad.hdr.attr_mod, k.a_offers ? kEceSelectiveRepair : 0u);
+    // The REP echoes the vendor ID and says what it accepts.
+    EXPECT_EQ(reps[0].mad.As<CmRep>()->vendor_id, k.a_offers ? kEceVendorId : 0u);
+    EXPECT_EQ(reps[0].mad.hdr.attr_mod, k.want ? kEceSelectiveRepair : 0u);
+    EXPECT_EQ(p.Mads(0, wcm::kAttrRtu)[0].mad.hdr.attr_mod, 0u);
+    EXPECT_EQ(e.qa->attr().peer_repairs, k.want);
+    EXPECT_EQ(e.qb->attr().peer_repairs, k.want);
+    EXPECT_TRUE(SendOne(p, e.qa, p.b, e.qb, 3000));
+  }
+}
+
 TEST(Cm, Ipv6) {
   CmPairOptions o;
   o.ipv6 = true;

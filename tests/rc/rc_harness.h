@@ -71,15 +71,10 @@ struct PairOptions {
   QpCaps caps{};
   QpAttr attr{};  // path/dest_qpn/psns filled in by the harness
   uint32_t a_psn = 0x100, b_psn = 0x200;
-  // Responders keep requests past a gap (the library's default is 0, see
-  // QpTuning::ooo_window) and requesters repair selectively; GoBackN() or
-  // adjust_tuning turn them off.
-  QpTuning tuning = [] {
-    QpTuning t;
-    t.ooo_window = 64;
-    t.selective_repair = true;
-    return t;
-  }();
+  // Responders keep requests past a gap and requesters repair selectively
+  // (the library's defaults between two of our stacks, QpAttr::peer_repairs,
+  // which the harness sets); GoBackN() or adjust_tuning turn them off.
+  QpTuning tuning{};
   // Per-side adjustment of the attributes just before RTR (e.g. a different
   // min RNR timer, inbound read limit or path TOS on one side).
   std::function<void(bool a_side, QpAttr& attr)> adjust;
@@ -120,6 +115,7 @@ class RcPair {
       e->qp->ToReset();
       ASSERT_TRUE(e->qp->ToInit());
       QpAttr at = opts_.attr;
+      at.peer_repairs = true;  // both ends are this stack (as the CM would find)
       at.dest_qpn = peer.qp->qpn();
       at.sq_psn = e == &a ? opts_.a_psn : opts_.b_psn;
       at.rq_psn = e == &a ? opts_.b_psn : opts_.a_psn;

@@ -125,6 +125,39 @@ TEST(RcRepair, GoBackNResponderCompletesThroughThePlainAckFallback) {
   EXPECT_EQ(p.a.qp->state(), QpState::kRts);
 }
 
+// Default tuning, but the peer is not known to be this stack (QpAttr::
+// peer_repairs false, as the CM sets it towards rxe or hardware): plain
+// go-back-N both ways — the responder keeps nothing, the requester resends
+// everything from the gap at once, and no ACK jumps past a resend pass.
+TEST(RcRepair, OnlyTowardsAPeerThatRepairs) {
+  PairOptions o;
+  o.attr.path_mtu = 256;
+  o.adjust = [](bool, QpAttr& at) { at.peer_repairs = false; };
+  RcPair p(o);
+  WireLog w(p.net());
+  Buffer src(4096, 1), dst(4096, 2);
+  uint32_t base = 0, lost = 0;
+  ASSERT_NO_FATAL_FAILURE(SendWithFourthPacketLost(p, w, 7, src, dst, &base, &lost));
+
+  auto naks = w.Where([](const Frame& f) { return f.from == kB && IsSeqNak(f); });
+  ASSERT_EQ(naks.size(), 1u);
+  EXPECT_EQ(naks[0].psn, lost);
+  // The seven packets from the gap on go again back to back, before any ACK.
+  auto after = w.Where([&](const Frame& f) { return f.from == kA && f.t > naks[0].t; });
+  ASSERT_EQ(after.size(), 7u);
+  auto acks = w.Where([&](const Frame& f) { return f.from == kB && IsAck(f) && f.t > naks[0].t; });
+  ASSERT_GE(acks.size(), 1u);
+  for (uint32_t i = 0; i < 7; i++) {
+    EXPECT_EQ(after[i].psn, PsnAdd(lost, i)) << i;
+    EXPECT_LT(after[i].t, acks[0].t) << i;
+  }
+  EXPECT_EQ(acks.back().psn, PsnAdd(base, 9));
+  EXPECT_EQ(p.a.qp->counters.repairs, 0u);
+  EXPECT_EQ(p.a.qp->counters.retransmits, 7u);
+  EXPECT_EQ(p.b.qp->counters.ooo_kept, 0u);
+  EXPECT_EQ(p.a.qp->state(), QpState::kRts);
+}
+
 // Requests of every kind kept behind a lost first packet: once it is
 // repaired they execute in PSN order, each exactly once — Sends consume
 // receives in order, the Write with immediate completes between them, the

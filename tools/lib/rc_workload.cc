@@ -212,9 +212,9 @@ void Workload::Setup() {
   dc.mem_seed = cfg_.seed + 17;
   dc.tuning.max_unacked_psns = cfg_.window_psns;
   dc.tuning.ack_req_every = std::max<uint32_t>(cfg_.window_psns / 2, 1);
-  if (cfg_.repair) {
-    dc.tuning.ooo_window = 64;
-    dc.tuning.selective_repair = true;
+  if (!cfg_.repair) {
+    dc.tuning.ooo_window = 0;
+    dc.tuning.selective_repair = false;
   }
   if (cfg_.events) {
     dc.event_hook = [this](uint32_t qpn, const char* e, uint64_t a, uint64_t b) {
@@ -290,6 +290,7 @@ void Workload::Connect(Pair& p) {
     a.rnr_retry = 7;      // infinite
     a.min_rnr_timer = 3;  // 30 us
     a.path = me->PathTo(*other, Rand(4) == 0 ? 0x02 : 0);
+    a.peer_repairs = true;  // both ends are this stack
     q->ToRtr(a);
   }
   p.qi->ToRts(net_.now());

@@ -66,6 +66,7 @@ absl::Status TwoStacks::Connect(const TwoStacksOptions& o) {
     c.attr.sq_psn = 0x100 + 0x1000 * i;
     c.attr.rq_psn = 0x100 + 0x1000 * (1 - i);
     c.attr.timeout = 12;
+    c.attr.peer_repairs = true;  // both ends are this stack
     // The other side answers ARP/NDP from its own polling thread meanwhile.
     if (auto st = s_[1 - i].eng->Start(); !st.ok()) return st;
     const absl::Status st = ConnectQp(*s_[i].eng, s_[i].qp, c);

@@ -19,6 +19,7 @@ RcDevice::RcDevice(const Config& cfg, PacketSink* sink)
   qps_.resize(cfg_.max_qps + kFirstQpIndex);
   qp_gen_.resize(qps_.size(), 0xFF);  // the first QPN of a slot has generation 0
   in_active_.resize(qps_.size(), 0);
+  active_.Reserve(qps_.size());
   for (uint32_t i = kFirstQpIndex; i < qps_.size(); i++) free_slots_.push_back(i);
 }
 

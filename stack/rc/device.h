@@ -114,7 +114,7 @@ class RcDevice {
   bool rx_busy_ = false;
   GsiHandler gsi_;
   std::vector<uint8_t> in_active_;
-  std::deque<uint32_t> active_;
+  RingDeque<uint32_t> active_;  // each QP at most once (in_active_): reserved for all
   using TimerEntry = std::pair<uint64_t, uint32_t>;  // deadline, qpn
   std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>> timers_;
 };

@@ -194,6 +194,8 @@ bool QueuePair::ToRtr(const QpAttr& attr) {
   read_res_.assign(attr_.max_dest_rd_atomic, ReadResource{});
   read_res_next_ = 0;
   max_responses_ = 2u * attr_.max_dest_rd_atomic + 32;
+  // Room for the limit and the ACK / NAK that may follow a full queue.
+  responses_.Reserve(max_responses_ + 4);
   state_ = QpState::kRtr;
   return true;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "stack/rc/queues.h"
+#include "stack/rc/ring_deque.h"
 #include "stack/rc/tx.h"
 #include "stack/rc/types.h"
 
@@ -482,7 +483,7 @@ class QueuePair {
     uint64_t end = 0;        // read: offset where this reply ends (a re-request may ask for less)
     bool replay = false;     // read: answering a duplicate request
   };
-  std::deque<Response> responses_;
+  RingDeque<Response> responses_;  // reserved for max_responses_ at RTR
   size_t max_responses_ = 64;
 
   // Path template: Ethernet/IP/UDP + our BTH defaults.

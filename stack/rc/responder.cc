@@ -192,7 +192,8 @@ bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req)
       }
       // The resource slot must not still be answering an older Read: that
       // would mean the requester exceeded our inbound read limit.
-      for (const Response& r : responses_) {
+      for (size_t ri = 0; ri < responses_.size(); ri++) {
+        const Response& r = responses_[ri];
         if (r.kind == Response::Kind::kRead && r.res == read_res_next_) {
           ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
                          Cause::kRemoteInvalidRequest);
@@ -373,8 +374,8 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
     }
     counters.read_replays++;
     dev_->Event(qpn_, "read-replay", p.bth.psn, (uint64_t{want / mtu} << 32) | static_cast<uint32_t>(PsnDiff(res.sent_to, p.bth.psn)));
-    for (auto it = responses_.begin(); it != responses_.end(); ++it) {
-      Response& r = *it;
+    for (size_t ri = 0; ri < responses_.size(); ri++) {
+      Response& r = responses_[ri];
       if (r.kind != Response::Kind::kRead || r.res != i) continue;
       if (want == rest) {
         // Everything from here (a go-back-N requester): restart the job in
@@ -398,7 +399,7 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
       g.msn = r.msn;
       g.res = i;
       g.replay = true;
-      responses_.insert(it, g);
+      responses_.insert(ri, g);
       return;
     }
     if (responses_.size() >= max_responses_) return;

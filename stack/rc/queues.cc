@@ -3,17 +3,25 @@
 #include <algorithm>
 
 namespace roce::rc {
+namespace {
+uint32_t Pow2AtLeast(uint32_t n) {
+  uint32_t c = 1;
+  while (c < n) c <<= 1;
+  return c;
+}
+}  // namespace
 
-CompletionQueue::CompletionQueue(uint32_t depth) : ring_(std::max<uint32_t>(depth, 1)) {}
+CompletionQueue::CompletionQueue(uint32_t depth)
+    : depth_(std::max<uint32_t>(depth, 1)), ring_(Pow2AtLeast(depth_)), mask_(ring_.size() - 1) {}
 
 bool CompletionQueue::Push(const Completion& c) {
   const uint64_t t = tail_.load(std::memory_order_relaxed);
-  if (t - head_.load(std::memory_order_acquire) >= ring_.size()) {
+  if (t - head_.load(std::memory_order_acquire) >= depth_) {
     overflows_++;
     if (on_overflow) on_overflow(c);
     return false;
   }
-  ring_[t % ring_.size()] = c;
+  ring_[t & mask_] = c;
   tail_.store(t + 1, std::memory_order_release);
   if (on_push) on_push(c);
   return true;
@@ -23,7 +31,7 @@ uint32_t CompletionQueue::Poll(Completion* out, uint32_t max) {
   uint64_t h = head_.load(std::memory_order_relaxed);
   const uint64_t t = tail_.load(std::memory_order_acquire);
   uint32_t n = 0;
-  while (h != t && n < max) out[n++] = ring_[h++ % ring_.size()];
+  while (h != t && n < max) out[n++] = ring_[h++ & mask_];
   head_.store(h, std::memory_order_release);
   return n;
 }
@@ -32,9 +40,11 @@ bool CompletionQueue::Resize(uint32_t depth) {
   depth = std::max<uint32_t>(depth, 1);
   const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
   if (t - h > depth) return false;
-  std::vector<Completion> fresh(depth);
-  for (uint64_t i = h; i != t; i++) fresh[i - h] = ring_[i % ring_.size()];
+  std::vector<Completion> fresh(Pow2AtLeast(depth));
+  for (uint64_t i = h; i != t; i++) fresh[i - h] = ring_[i & mask_];
   ring_ = std::move(fresh);
+  depth_ = depth;
+  mask_ = ring_.size() - 1;
   head_.store(0, std::memory_order_relaxed);
   tail_.store(t - h, std::memory_order_release);
   return true;
@@ -43,15 +53,16 @@ bool CompletionQueue::Resize(uint32_t depth) {
 ReceiveQueue::ReceiveQueue(uint32_t depth, uint32_t max_sge)
     : depth_(std::max<uint32_t>(depth, 1)),
       max_sge_(std::max<uint32_t>(max_sge, 1)),
-      ring_(depth_),
-      sges_(size_t{depth_} * max_sge_) {}
+      ring_(Pow2AtLeast(depth_)),
+      sges_(ring_.size() * max_sge_),
+      mask_(ring_.size() - 1) {}
 
 PostResult ReceiveQueue::Post(const RecvWr& wr) {
   if (wr.num_sge > max_sge_) return PostResult::kTooManySge;
   if (wr.num_sge && !wr.sge) return PostResult::kInvalidParameter;
   const uint64_t t = tail_.load(std::memory_order_relaxed);
   if (t - head_.load(std::memory_order_acquire) >= depth_) return PostResult::kQueueFull;
-  const size_t slot = t % depth_;
+  const size_t slot = t & mask_;
   RecvWqe& w = ring_[slot];
   Sge* dst = &sges_[slot * max_sge_];
   uint64_t len = 0;
@@ -71,10 +82,10 @@ bool ReceiveQueue::Resize(uint32_t depth) {
   depth = std::max<uint32_t>(depth, 1);
   const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
   if (t - h > depth) return false;
-  std::vector<RecvWqe> ring(depth);
-  std::vector<Sge> sges(size_t{depth} * max_sge_);
+  std::vector<RecvWqe> ring(Pow2AtLeast(depth));
+  std::vector<Sge> sges(ring.size() * max_sge_);
   for (uint64_t i = h; i != t; i++) {
-    const RecvWqe& from = ring_[i % depth_];
+    const RecvWqe& from = ring_[i & mask_];
     RecvWqe& to = ring[i - h];
     Sge* dst = &sges[(i - h) * max_sge_];
     std::copy(from.sge, from.sge + from.num_sge, dst);
@@ -84,6 +95,7 @@ bool ReceiveQueue::Resize(uint32_t depth) {
   depth_ = depth;
   ring_ = std::move(ring);
   sges_ = std::move(sges);
+  mask_ = ring_.size() - 1;
   head_.store(0, std::memory_order_relaxed);
   tail_.store(t - h, std::memory_order_release);
   return true;
@@ -92,7 +104,7 @@ bool ReceiveQueue::Resize(uint32_t depth) {
 const RecvWqe* ReceiveQueue::Front() const {
   const uint64_t h = head_.load(std::memory_order_relaxed);
   if (h == tail_.load(std::memory_order_acquire)) return nullptr;
-  return &ring_[h % depth_];
+  return &ring_[h & mask_];
 }
 
 void ReceiveQueue::Pop() {

@@ -21,7 +21,7 @@ class CompletionQueue {
   bool Push(const Completion& c);
   // Consumer (application). Returns the number written to out.
   uint32_t Poll(Completion* out, uint32_t max);
-  uint32_t depth() const { return static_cast<uint32_t>(ring_.size()); }
+  uint32_t depth() const { return depth_; }
   uint32_t size() const {
     return static_cast<uint32_t>(tail_.load(std::memory_order_acquire) -
                                  head_.load(std::memory_order_acquire));
@@ -36,7 +36,9 @@ class CompletionQueue {
   bool Resize(uint32_t depth);
 
  private:
-  std::vector<Completion> ring_;
+  uint32_t depth_;
+  std::vector<Completion> ring_;  // a power of two >= depth_: slots by mask
+  uint64_t mask_;
   std::atomic<uint64_t> head_{0}, tail_{0};
   uint64_t overflows_ = 0;
 };
@@ -73,8 +75,9 @@ class ReceiveQueue {
 
  private:
   uint32_t depth_, max_sge_;
-  std::vector<RecvWqe> ring_;
-  std::vector<Sge> sges_;
+  std::vector<RecvWqe> ring_;  // a power of two >= depth_: slots by mask
+  std::vector<Sge> sges_;      // max_sge_ per slot
+  uint64_t mask_;
   std::atomic<uint64_t> head_{0}, tail_{0};
   std::atomic<uint64_t> taken_{0};
 };

@@ -1,8 +1,10 @@
-// RingDeque (stack/rc/ring_deque.h) against std::deque: the same random
+// The RC core's rings. RingDeque (stack/rc/ring_deque.h) against std::deque: the same random
 // sequence of push_back / pop_front / insert / clear / Reserve leaves the
 // same contents, across wrap-around and growth; within the reserved
 // capacity it never reallocates.
 #include "stack/rc/ring_deque.h"
+
+#include "stack/rc/queues.h"
 
 #include <deque>
 #include <random>
@@ -64,6 +66,74 @@ TEST(RingDeque, NoReallocationWithinTheReservedCapacity) {
   // Same storage throughout: the element at position 0 lives in the ring.
   EXPECT_GE(&r.front(), slot0 - 63);
   EXPECT_LE(&r.front(), slot0 + 63);
+}
+
+// The completion and receive queues keep their slots in a power-of-two ring
+// (by mask) but hold exactly the depth asked for, in order across the wrap
+// and through Resize.
+TEST(Queues, DepthIsExactWithPowerOfTwoSlots) {
+  CompletionQueue cq(3);
+  EXPECT_EQ(cq.depth(), 3u);
+  uint64_t pushed = 0, polled = 0;
+  for (int round = 0; round < 50; round++) {
+    while (true) {
+      Completion c;
+      c.request_context = pushed;
+      if (!cq.Push(c)) break;
+      pushed++;
+    }
+    ASSERT_EQ(cq.size(), 3u);
+    Completion out[2];
+    const uint32_t n = cq.Poll(out, 2);
+    ASSERT_EQ(n, 2u);
+    for (uint32_t i = 0; i < n; i++) ASSERT_EQ(out[i].request_context, polled++);
+  }
+  EXPECT_EQ(cq.overflows(), 50u);
+  ASSERT_TRUE(cq.Resize(5));
+  EXPECT_EQ(cq.depth(), 5u);
+  Completion c;
+  for (int i = 0; i < 4; i++) {
+    c.request_context = pushed++;
+    EXPECT_TRUE(cq.Push(c));
+  }
+  EXPECT_FALSE(cq.Push(c));
+  Completion out[8];
+  ASSERT_EQ(cq.Poll(out, 8), 5u);
+  for (uint32_t i = 0; i < 5; i++) EXPECT_EQ(out[i].request_context, polled++);
+
+  ReceiveQueue rq(3, 2);
+  uint64_t posted = 0, taken = 0;
+  Sge sge[2] = {{0x1000, 10, 1}, {0x2000, 20, 2}};
+  for (int round = 0; round < 50; round++) {
+    while (true) {
+      RecvWr w{posted, sge, 2};
+      const PostResult r = rq.Post(w);
+      if (r == PostResult::kQueueFull) break;
+      ASSERT_EQ(r, PostResult::kOk);
+      posted++;
+    }
+    ASSERT_EQ(rq.size(), 3u);
+    const RecvWqe* f = rq.Front();
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->context, taken++);
+    EXPECT_EQ(f->length, 30u);
+    EXPECT_EQ(f->sge[1].addr, 0x2000u);
+    rq.Pop();
+  }
+  ASSERT_TRUE(rq.Resize(4));  // two posted: room for two more
+  for (int i = 0; i < 2; i++) {
+    RecvWr w{posted++, sge, 1};
+    EXPECT_EQ(rq.Post(w), PostResult::kOk);
+  }
+  RecvWr w{posted, sge, 1};
+  EXPECT_EQ(rq.Post(w), PostResult::kQueueFull);
+  for (uint64_t i = 0; i < 4; i++) {
+    const RecvWqe* f = rq.Front();
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->context, taken++);
+    rq.Pop();
+  }
+  EXPECT_EQ(rq.Front(), nullptr);
 }
 
 }  // namespace

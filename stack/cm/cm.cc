@@ -588,7 +588,7 @@ absl::StatusOr<ConnId> ConnectionManager::Connect(const ConnectParams& p, uint64
   r.primary.local_ack_timeout = p.local_ack_timeout & 0x1F;
   if (cfg_.selective_repair) {  // ECE offer
     r.vendor_id = kEceVendorId;
-    c->ece_tx = kEceSelectiveRepair;
+    c->ece_tx = EceAttrMod(kEceSelectiveRepair);
   }
   SetRdmaCmPrivateData(CmaHeader::Make(p.local_ip, lport, p.peer_ip),
                        ByteSpan(p.private_data.data(), p.private_data.size()), &r);
@@ -618,7 +618,8 @@ absl::Status ConnectionManager::Accept(ConnId id, const AcceptParams& p, uint64_
   c->our_psn = RandomPsn();
   // ECE: accept what we support of what a REQ of ours offered.
   const uint32_t ours = cfg_.selective_repair ? kEceSelectiveRepair : 0;
-  c->ece = c->ece_tx = c->req.vendor_id == kEceVendorId ? c->req_attr_mod & ours : 0;
+  c->ece = EceOptions(c->req.vendor_id, c->req_attr_mod) & ours;
+  c->ece_tx = EceAttrMod(c->ece);
   if (!SetupQp(c, c->req.starting_psn, c->our_psn, true, now)) {
     QpToError(c);
     return absl::InternalError("the QP refused the connection's attributes");
@@ -1008,7 +1009,7 @@ void ConnectionManager::OnRep(const RocePacket& p, const MadHeader& h, const CmR
   c->rnr_retry = m.rnr_retry_count;
   c->peer_psn = m.starting_psn;
   // ECE: what the REP accepted of what we offered, if it answers as us.
-  c->ece = m.vendor_id == kEceVendorId ? h.attr_mod & c->ece_tx : 0;
+  c->ece = EceOptions(m.vendor_id, h.attr_mod) & EceOptions(kEceVendorId, c->ece_tx);
   if (!SetupQp(c, m.starting_psn, c->our_psn, !c->defer_rtu, now)) {
     SendRej(MadPath(*c), c->tid, c->info.local_comm_id, m.local_comm_id, wcm::kMsgRep, wcm::kRejNoQp);
     c->info.reject_reason = wcm::kRejNoQp;

@@ -48,8 +48,20 @@ namespace roce::cm {
 // connections stay plain go-back-N.
 // Our vendor ID is not an IEEE-assigned OUI: "SR" under a locally
 // administered first octet (0x0A: the CID form), which no vendor holds.
+// Our attribute modifier carries "SR" in its upper half and the options in
+// its lower half: librdmacm answers a foreign vendor ID with that ID and
+// *its own provider's* options (ibv_query_ece), so an mlx5 peer's REP would
+// carry our vendor ID with mlx5 option bits; without the signature they
+// could read as ours.
 inline constexpr uint32_t kEceVendorId = 0x0A5352;
+inline constexpr uint32_t kEceSignature = 0x53520000;
 inline constexpr uint32_t kEceSelectiveRepair = 1u << 0;
+// The attribute modifier for `options` (0 for none, as librdmacm sends).
+constexpr uint32_t EceAttrMod(uint32_t options) { return options ? kEceSignature | (options & 0xFFFF) : 0; }
+// The options of ours a REQ / REP carries (0 if it is not one of ours).
+constexpr uint32_t EceOptions(uint32_t vendor_id, uint32_t attr_mod) {
+  return vendor_id == kEceVendorId && (attr_mod & 0xFFFF0000) == kEceSignature ? attr_mod & 0xFFFF : 0;
+}
 
 using ConnId = uint32_t;
 using ListenerId = uint32_t;

@@ -89,6 +89,13 @@ class CmPair {
         mads.push_back(f);
         return true;
       }
+      if (rewrite && rewrite(f)) {  // re-sealed: the receiver sees a valid frame
+        const auto bytes = wire::SerializeCmMad(f.mad);
+        std::copy(bytes.begin(), bytes.end(), d.mad.begin());
+        frame.resize(wire::MadDatagramLen(d));
+        wire::BuildMadDatagram(d, frame);
+        f.dgram = d;
+      }
       f.dropped = drop && drop(f);
       mads.push_back(f);
       return !f.dropped;
@@ -96,6 +103,8 @@ class CmPair {
   }
   ~CmPair() { net_.filter = nullptr; }
 
+  // Changes a CM MAD in flight (returns true if it did).
+  std::function<bool(MadFrame&)> rewrite;
   sim::SimNetwork& net() { return net_; }
   uint64_t now() const { return net_.now(); }
 

@@ -172,21 +172,33 @@ TEST(Cm, ConnectAcceptAndDataBothWays) {
 // Selective repair is negotiated over ECE: our REQ offers it (vendor ID +
 // attribute modifier), a REP of ours accepts it; only then do the QPs repair
 // selectively (rc::QpAttr::peer_repairs). A peer that offers nothing (Linux
-// rdma_cm over rxe: vendor ID 0) or accepts nothing (librdmacm echoes the
-// vendor ID with options 0 when the provider has no ECE) gets go-back-N.
+// rdma_cm over rxe: vendor ID 0), accepts nothing (librdmacm echoes the
+// vendor ID with options 0 when the provider has no ECE) or answers with its
+// own provider's options (librdmacm over mlx5: our vendor ID echoed, mlx5's
+// option bits) gets go-back-N.
 TEST(Cm, SelectiveRepairIsNegotiatedOverEce) {
   struct Case {
     const char* name;
-    bool a_offers, b_accepts, want;
+    bool a_offers, b_accepts;
+    uint32_t rep_attr_mod_override;  // != 0: b's REP carries this instead (in flight)
+    bool want;
   };
-  for (const Case& k : {Case{"both ours", true, true, true}, Case{"b accepts no option", true, false, false},
-                        Case{"a offers nothing", false, true, false}}) {
+  for (const Case& k : {Case{"both ours", true, true, 0, true}, Case{"b accepts no option", true, false, 0, false},
+                        Case{"a offers nothing", false, true, 0, false},
+                        Case{"b echoes our vendor ID with options of another vendor", true, true, 0x1, false}}) {
     SCOPED_TRACE(k.name);
     CmPairOptions o;
     o.adjust = [&k](bool a_side, ConnectionManager::Config& c) {
       c.selective_repair = a_side ? k.a_offers : k.b_accepts;
     };
     CmPair p(o);
+    if (k.rep_attr_mod_override) {
+      p.rewrite = [&k](MadFrame& f) {
+        if (f.mad.hdr.attr_id != wcm::kAttrRep) return false;
+        f.mad.hdr.attr_mod = k.rep_attr_mod_override;
+        return true;
+      };
+    }
     Established e = Connect(p, {}, {});
     ASSERT_TRUE(e.qa && e.qb);
     const auto reqs = p.Mads(0, wcm::kAttrReq);
@@ -194,13 +206,13 @@ TEST(Cm, SelectiveRepairIsNegotiatedOverEce) {
     ASSERT_EQ(reqs.size(), 1u);
     ASSERT_EQ(reps.size(), 1u);
     EXPECT_EQ(reqs[0].mad.As<CmReq>()->vendor_id, k.a_offers ? kEceVendorId : 0u);
-    EXPECT_EQ(reqs[0].mad.hdr.attr_mod, k.a_offers ? kEceSelectiveRepair : 0u);
+    EXPECT_EQ(reqs[0].mad.hdr.attr_mod, k.a_offers ? 0x53520001u : 0u);
     // The REP echoes the vendor ID and says what it accepts.
     EXPECT_EQ(reps[0].mad.As<CmRep>()->vendor_id, k.a_offers ? kEceVendorId : 0u);
-    EXPECT_EQ(reps[0].mad.hdr.attr_mod, k.want ? kEceSelectiveRepair : 0u);
+    if (!k.rep_attr_mod_override) EXPECT_EQ(reps[0].mad.hdr.attr_mod, k.want ? 0x53520001u : 0u);
     EXPECT_EQ(p.Mads(0, wcm::kAttrRtu)[0].mad.hdr.attr_mod, 0u);
     EXPECT_EQ(e.qa->attr().peer_repairs, k.want);
-    EXPECT_EQ(e.qb->attr().peer_repairs, k.want);
+    if (!k.rep_attr_mod_override) EXPECT_EQ(e.qb->attr().peer_repairs, k.want);
     EXPECT_TRUE(SendOne(p, e.qa, p.b, e.qb, 3000));
   }
 }

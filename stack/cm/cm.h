@@ -50,9 +50,9 @@ namespace roce::cm {
 // administered first octet (0x0A: the CID form), which no vendor holds.
 // Our attribute modifier carries "SR" in its upper half and the options in
 // its lower half: librdmacm answers a foreign vendor ID with that ID and
-// *its own provider's* options (ibv_query_ece), so an mlx5 peer's REP would
-// carry our vendor ID with mlx5 option bits; without the signature they
-// could read as ours.
+// *its own provider's* options (ibv_query_ece), so a peer whose provider has
+// ECE (mlx5) could send our vendor ID with its own option bits; without the
+// signature they could read as ours.
 inline constexpr uint32_t kEceVendorId = 0x0A5352;
 inline constexpr uint32_t kEceSignature = 0x53520000;
 inline constexpr uint32_t kEceSelectiveRepair = 1u << 0;

@@ -20,6 +20,12 @@ RcDevice::RcDevice(const Config& cfg, PacketSink* sink)
   qp_gen_.resize(qps_.size(), 0xFF);  // the first QPN of a slot has generation 0
   in_active_.resize(qps_.size(), 0);
   active_.Reserve(qps_.size());
+  // The timer heap holds one live entry per QP and the stale ones its earlier
+  // deadlines left (until they come due): room for several per QP up front,
+  // so a burst of repairs does not grow it on the data path.
+  std::vector<TimerEntry> heap;
+  heap.reserve(4 * qps_.size() + 256);
+  timers_ = decltype(timers_)(std::greater<TimerEntry>(), std::move(heap));
   for (uint32_t i = kFirstQpIndex; i < qps_.size(); i++) free_slots_.push_back(i);
 }
 

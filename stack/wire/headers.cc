@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace roce::wire {
 
@@ -199,18 +200,40 @@ void Ipv4Header::Emit(uint8_t* out) const {
   std::memcpy(out + kLen, options.data(), Len() - kLen);
 }
 
-uint16_t Ipv4Header::ComputeChecksum(const uint8_t* hdr, size_t len) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < len; i += 2) {
-    if (i == 10) continue;  // the checksum field itself counts as zero
-    sum += Load16(hdr + i);
+namespace {
+// One's-complement sum of the header's 16-bit words, folded to 16 bits, in
+// host byte order: the sum does not care about byte order (RFC 1071 §2(B)),
+// so the words are added as native 32-bit loads and swapped once at the end
+// (an IPv4 header is a whole number of 32-bit words).
+inline uint16_t FoldedNativeSum(const uint8_t* hdr, size_t len) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i + 4 <= len; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, hdr + i, 4);
+    sum += w;
   }
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+inline uint16_t Swap16(uint16_t v) { return static_cast<uint16_t>((v >> 8) | (v << 8)); }
+}  // namespace
+
+uint16_t Ipv4Header::ComputeChecksum(const uint8_t* hdr, size_t len) {
+  // The checksum field counts as zero: adding its one's complement takes it
+  // back out (x + ~x is 0xFFFF, which is zero in one's-complement arithmetic).
+  uint16_t field;
+  std::memcpy(&field, hdr + 10, 2);
+  uint32_t s = uint32_t{FoldedNativeSum(hdr, len)} + static_cast<uint16_t>(~field);
+  s = (s & 0xFFFF) + (s >> 16);
+  return Swap16(static_cast<uint16_t>(~s));
 }
 
 bool Ipv4Header::VerifyChecksum(const uint8_t* hdr, size_t len) {
-  return ComputeChecksum(hdr, len) == Load16(hdr + 10);
+  // Over the whole header, its checksum included, the sum is 0xFFFF.
+  return FoldedNativeSum(hdr, len) == 0xFFFF;
 }
 
 // ---- IPv6 -----------------------------------------------------------------------

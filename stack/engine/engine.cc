@@ -514,10 +514,8 @@ size_t Engine::Poll() {
   rte_mbuf* pkts[64];
   const uint16_t burst = std::min<uint16_t>(opts_.burst, 64);
   const uint16_t n = port_->RxBurst(opts_.queue, pkts, burst);
-  for (uint16_t i = 0; i < n; i++) {
-    HandleRx(pkts[i], now);
-    rte_pktmbuf_free(pkts[i]);
-  }
+  for (uint16_t i = 0; i < n; i++) HandleRx(pkts[i], now);
+  if (n) rte_pktmbuf_free_bulk(pkts, n);  // one trip to the mempool for the burst
   size_t looped = 0;
   if (!loopback_.empty()) {
     std::deque<std::vector<uint8_t>> frames;

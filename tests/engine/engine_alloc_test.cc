@@ -2,51 +2,18 @@
 // net_ring pair have carried each kind of request once, more Sends, Writes
 // (one packet and multi-packet), Reads and their completions, ACKs and
 // receives allocate nothing. Every global operator new of this binary is
-// counted while the calling thread measures (both engines are polled inline,
-// on this thread); mbufs come from DPDK mempools and are not counted.
-#include <atomic>
-#include <cstdlib>
-#include <new>
+// counted while the rounds run (tests/support/alloc_counter.h; both engines
+// are polled inline, on this thread); mbufs come from DPDK mempools and are
+// not counted.
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "stack/engine/engine.h"
 #include "tests/port/port_test_env.h"
+#include "tests/support/alloc_counter.h"
 #include "tools/lib/two_stacks.h"
-
-namespace {
-thread_local bool t_counting = false;
-std::atomic<uint64_t> g_allocs{0};
-
-// A counted allocation; `break CountedAlloc` in gdb shows where it came from.
-__attribute__((noinline)) void CountedAlloc() {
-  g_allocs.fetch_add(1, std::memory_order_relaxed);
-  asm volatile("");
-}
-
-void* Counted(std::size_t n, std::size_t align) {
-  if (t_counting) CountedAlloc();
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return Counted(n, 0); }
-void* operator new[](std::size_t n) { return Counted(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return Counted(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return Counted(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace roce::engine {
 namespace {
@@ -123,14 +90,15 @@ TEST_P(EngineAlloc, SteadyStateAllocatesNothing) {
   const uint64_t ta = reinterpret_cast<uint64_t>(target.data());
   // Warm up: every queue, pool and table reaches its working size.
   for (int i = 0; i < 50; i++) ASSERT_TRUE(Round(ts, s, k, r, ta, tr.remote_token)) << "warm-up round " << i;
-  g_allocs = 0;
-  t_counting = true;
+  ASSERT_TRUE(roce::testing::AllocationCounterWorks());
+  roce::testing::StartCountingAllocations();
   bool ok = true;
   int rounds = 0;
   for (; rounds < 200 && ok; rounds++) ok = Round(ts, s, k, r, ta, tr.remote_token);
-  t_counting = false;
+  const uint64_t allocs = roce::testing::StopCountingAllocations();
   ASSERT_TRUE(ok) << "round " << rounds;
-  EXPECT_EQ(g_allocs.load(), 0u) << "heap allocations in " << rounds << " rounds of 6 requests";
+  EXPECT_EQ(allocs, 0u) << "heap allocations in " << rounds << " rounds of 6 requests";
+  if (allocs) roce::testing::PrintCountedAllocations();
   EXPECT_EQ(0, memcmp(src.data(), sink.data(), kLen));
   EXPECT_EQ(0, memcmp(src.data(), target.data(), kLen));
 }

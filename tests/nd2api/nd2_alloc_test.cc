@@ -5,60 +5,8 @@
 // adapter (posting through the per-QP rings), over a link that reorders 2% of
 // the frames (selective repair at work). Every global operator new of this
 // binary, on any thread, is counted while the loop runs.
-#include <execinfo.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
 #include "tests/nd2api/nd2_objects_util.h"
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<uint64_t> g_allocs{0};
-
-// Where the first counted allocations came from (printed if the test fails).
-constexpr int kTraces = 4, kDepth = 24;
-void* g_trace[kTraces][kDepth];
-int g_trace_len[kTraces];
-
-// A counted allocation; `break CountedAlloc` in gdb shows where it came from.
-__attribute__((noinline)) void CountedAlloc() {
-  const uint64_t n = g_allocs.fetch_add(1, std::memory_order_relaxed);
-  if (n < kTraces) g_trace_len[n] = backtrace(g_trace[n], kDepth);  // backtrace() itself does not allocate once warm
-  asm volatile("");
-}
-
-void PrintTraces() {
-  for (uint64_t i = 0; i < std::min<uint64_t>(g_allocs.load(), kTraces); i++) {
-    dprintf(2, "---- counted allocation %d:\n", static_cast<int>(i));
-    backtrace_symbols_fd(g_trace[i], g_trace_len[i], 2);
-  }
-}
-
-void* Counted(std::size_t n, std::size_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) CountedAlloc();
-  if (n == 0) n = 1;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
-                                              : std::malloc(n);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return Counted(n, 0); }
-void* operator new[](std::size_t n) { return Counted(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return Counted(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return Counted(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#include "tests/support/alloc_counter.h"
 
 namespace nd2t {
 
@@ -130,17 +78,15 @@ TEST_P(Nd2Alloc, SteadyStateAllocatesNothing) {
   ASSERT_NO_FATAL_FAILURE(p.Open());
   for (size_t i = 0; i < 65536; i++) p.a.buf[i] = static_cast<char>(i * 31);
   for (int i = 0; i < 50; i++) ASSERT_TRUE(Round(p)) << "warm-up round " << i;
-  void* warm[2];
-  backtrace(warm, 2);  // loads what backtrace() needs before counting starts
-  g_allocs = 0;
-  g_counting = true;
+  ASSERT_TRUE(roce::testing::AllocationCounterWorks());
+  roce::testing::StartCountingAllocations();
   bool ok = true;
   int rounds = 0;
   for (; rounds < 200 && ok; rounds++) ok = Round(p);
-  g_counting = false;
+  const uint64_t allocs = roce::testing::StopCountingAllocations();
   ASSERT_TRUE(ok) << "round " << rounds;
-  EXPECT_EQ(g_allocs.load(), 0u) << "heap allocations in " << rounds << " rounds of 6 requests";
-  if (g_allocs.load()) PrintTraces();
+  EXPECT_EQ(allocs, 0u) << "heap allocations in " << rounds << " rounds of 6 requests";
+  if (allocs) roce::testing::PrintCountedAllocations();
   EXPECT_EQ(0, std::memcmp(p.a.buf.data(), p.b.buf.data() + 300000, 65536));
   EXPECT_EQ(0, std::memcmp(p.a.buf.data(), p.a.buf.data() + 200000, 65536));
 }

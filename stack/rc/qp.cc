@@ -3,6 +3,7 @@
 #include "stack/rc/qp.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -137,8 +138,7 @@ QueuePair::QueuePair(RcDevice* dev, uint32_t qpn, const QpCaps& caps, Completion
   caps_.max_send_sge = std::clamp<uint32_t>(caps_.max_send_sge, 1, kMaxSge);
   caps_.max_recv_sge = std::clamp<uint32_t>(caps_.max_recv_sge, 1, kMaxSge);
   // A power-of-two ring (slots by mask); sq_depth WQEs at most in it.
-  size_t ring = 1;
-  while (ring < caps_.sq_depth) ring <<= 1;
+  const size_t ring = std::bit_ceil(caps_.sq_depth);
   sq_mask_ = ring - 1;
   sq_.resize(ring);
   sq_sges_.resize(ring * caps_.max_send_sge);

@@ -1,18 +1,12 @@
 #include "stack/rc/queues.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace roce::rc {
-namespace {
-uint32_t Pow2AtLeast(uint32_t n) {
-  uint32_t c = 1;
-  while (c < n) c <<= 1;
-  return c;
-}
-}  // namespace
 
 CompletionQueue::CompletionQueue(uint32_t depth)
-    : depth_(std::max<uint32_t>(depth, 1)), ring_(Pow2AtLeast(depth_)), mask_(ring_.size() - 1) {}
+    : depth_(std::max<uint32_t>(depth, 1)), ring_(std::bit_ceil(depth_)), mask_(ring_.size() - 1) {}
 
 bool CompletionQueue::Push(const Completion& c) {
   const uint64_t t = tail_.load(std::memory_order_relaxed);
@@ -40,7 +34,7 @@ bool CompletionQueue::Resize(uint32_t depth) {
   depth = std::max<uint32_t>(depth, 1);
   const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
   if (t - h > depth) return false;
-  std::vector<Completion> fresh(Pow2AtLeast(depth));
+  std::vector<Completion> fresh(std::bit_ceil(depth));
   for (uint64_t i = h; i != t; i++) fresh[i - h] = ring_[i & mask_];
   ring_ = std::move(fresh);
   depth_ = depth;
@@ -53,7 +47,7 @@ bool CompletionQueue::Resize(uint32_t depth) {
 ReceiveQueue::ReceiveQueue(uint32_t depth, uint32_t max_sge)
     : depth_(std::max<uint32_t>(depth, 1)),
       max_sge_(std::max<uint32_t>(max_sge, 1)),
-      ring_(Pow2AtLeast(depth_)),
+      ring_(std::bit_ceil(depth_)),
       sges_(ring_.size() * max_sge_),
       mask_(ring_.size() - 1) {}
 
@@ -82,7 +76,7 @@ bool ReceiveQueue::Resize(uint32_t depth) {
   depth = std::max<uint32_t>(depth, 1);
   const uint64_t h = head_.load(std::memory_order_relaxed), t = tail_.load(std::memory_order_relaxed);
   if (t - h > depth) return false;
-  std::vector<RecvWqe> ring(Pow2AtLeast(depth));
+  std::vector<RecvWqe> ring(std::bit_ceil(depth));
   std::vector<Sge> sges(ring.size() * max_sge_);
   for (uint64_t i = h; i != t; i++) {
     const RecvWqe& from = ring_[i & mask_];

@@ -4,6 +4,7 @@
 // (an allocation, never a loss). Indices are positions from the front.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -16,8 +17,7 @@ class RingDeque {
  public:
   // Capacity for at least n elements (a power of two); keeps the contents.
   void Reserve(size_t n) {
-    size_t c = 1;
-    while (c < n) c <<= 1;
+    const size_t c = std::bit_ceil(n);  // 1 for 0;
     if (c > buf_.size()) Regrow(c);
   }
   size_t size() const { return static_cast<size_t>(tail_ - head_); }

@@ -209,10 +209,14 @@ TEST(Cm, SelectiveRepairIsNegotiatedOverEce) {
     EXPECT_EQ(reqs[0].mad.hdr.attr_mod, k.a_offers ? 0x53520001u : 0u);
     // The REP echoes the vendor ID and says what it accepts.
     EXPECT_EQ(reps[0].mad.As<CmRep>()->vendor_id, k.a_offers ? kEceVendorId : 0u);
-    if (!k.rep_attr_mod_override) EXPECT_EQ(reps[0].mad.hdr.attr_mod, k.want ? 0x53520001u : 0u);
+    if (!k.rep_attr_mod_override) {
+      EXPECT_EQ(reps[0].mad.hdr.attr_mod, k.want ? 0x53520001u : 0u);
+    }
     EXPECT_EQ(p.Mads(0, wcm::kAttrRtu)[0].mad.hdr.attr_mod, 0u);
     EXPECT_EQ(e.qa->attr().peer_repairs, k.want);
-    if (!k.rep_attr_mod_override) EXPECT_EQ(e.qb->attr().peer_repairs, k.want);
+    if (!k.rep_attr_mod_override) {
+      EXPECT_EQ(e.qb->attr().peer_repairs, k.want);
+    }
     EXPECT_TRUE(SendOne(p, e.qa, p.b, e.qb, 3000));
   }
 }

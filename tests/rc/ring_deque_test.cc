@@ -44,9 +44,12 @@ TEST(RingDeque, MatchesStdDequeThroughWrapInsertAndGrowth) {
     }
     ASSERT_EQ(r.size(), d.size()) << step;
     ASSERT_EQ(r.empty(), d.empty());
-    if (!d.empty()) ASSERT_EQ(r.back(), d.back()) << step;
-    if (step % 97 == 0)
+    if (!d.empty()) {
+      ASSERT_EQ(r.back(), d.back()) << step;
+    }
+    if (step % 97 == 0) {
       for (size_t i = 0; i < d.size(); i++) ASSERT_EQ(r[i], d[i]) << step << " " << i;
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "stack/mem/memory_table.h"
+#include "stack/mem/place.h"
 #include "stack/rc/device.h"
 #include "stack/rc/qp.h"
 #include "stack/wire/psn.h"
@@ -44,7 +45,7 @@ void Scatter(const Sge* sge, uint32_t n, uint64_t offset, ByteSpan data) {
     }
     const uint64_t in = offset - pos;
     const size_t take = static_cast<size_t>(std::min<uint64_t>(sge[i].length - in, left));
-    std::memcpy(reinterpret_cast<void*>(sge[i].addr + in), src, take);
+    mem::PlaceInOrder(reinterpret_cast<void*>(sge[i].addr + in), src, take);  // (mem/place.h)
     src += take;
     left -= take;
     offset += take;

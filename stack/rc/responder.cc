@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "stack/mem/memory_table.h"
+#include "stack/mem/place.h"
 #include "stack/rc/device.h"
 #include "stack/rc/qp.h"
 #include "stack/wire/psn.h"
@@ -157,7 +158,8 @@ bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req)
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
         return false;
       }
-      if (len) std::memcpy(reinterpret_cast<void*>(write_va_), p.payload.data(), len);
+      // In address order: a poller of the target's last byte sees the rest (mem/place.h).
+      if (len) mem::PlaceInOrder(reinterpret_cast<void*>(write_va_), p.payload.data(), len);
       write_va_ += len;
       write_left_ -= static_cast<uint32_t>(len);
       if (!ends) {

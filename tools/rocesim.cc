@@ -39,6 +39,8 @@ ABSL_FLAG(uint32_t, outstanding, 24, "operations in flight per QP pair");
 ABSL_FLAG(bool, ipv6, false, "run over IPv6");
 ABSL_FLAG(double, delay_us, 1.0, "one-way link delay, microseconds");
 ABSL_FLAG(double, gbps, 100.0, "link rate per sender");
+ABSL_FLAG(double, rx_gbps, 0, "a receiver slower than the link: frames leave its buffer at this rate (0: it keeps up)");
+ABSL_FLAG(double, rx_queue_us, 20, "with --rx_gbps: the receive buffer, in microseconds of draining; more is tail-dropped (bursts of loss, as at a kernel tap)");
 ABSL_FLAG(std::string, trace, "", "write a packet trace to this file");
 ABSL_FLAG(std::string, dump_on_failure, "", "write the last frames to this file at the first failure");
 ABSL_FLAG(std::string, events, "", "write QP protocol events to this file");
@@ -58,6 +60,8 @@ int main(int argc, char** argv) {
   c.imp.ce_mark = absl::GetFlag(FLAGS_ce);
   c.imp.delay_ns = static_cast<uint64_t>(absl::GetFlag(FLAGS_delay_us) * 1000);
   c.imp.gbps = absl::GetFlag(FLAGS_gbps);
+  c.imp.rx_gbps = absl::GetFlag(FLAGS_rx_gbps);
+  c.imp.rx_queue_ns = static_cast<uint64_t>(absl::GetFlag(FLAGS_rx_queue_us) * 1000);
   c.max_size = absl::GetFlag(FLAGS_max_size);
   c.error_rate = absl::GetFlag(FLAGS_errors);
   c.late_recv = absl::GetFlag(FLAGS_late_recv);
@@ -72,6 +76,8 @@ int main(int argc, char** argv) {
               c.imp.reorder, c.imp.reorder_depth, c.imp.dup, c.imp.corrupt, c.imp.ce_mark, c.max_size, c.error_rate,
               c.path_mtu ? std::to_string(c.path_mtu) : std::string("random"), c.window_psns, c.repair,
               c.max_outstanding, c.ipv6 ? "ipv6" : "ipv4", absl::GetFlag(FLAGS_delay_us), c.imp.gbps);
+  if (c.imp.rx_gbps > 0)
+    absl::PrintF("rocesim: slow receiver: %gGb/s, buffer %gus\n", c.imp.rx_gbps, absl::GetFlag(FLAGS_rx_queue_us));
   FILE* trace = nullptr;
   if (!absl::GetFlag(FLAGS_trace).empty()) c.trace = trace = std::fopen(absl::GetFlag(FLAGS_trace).c_str(), "w");
   FILE* events = nullptr;
@@ -87,8 +93,8 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto& q = r.qp;
   const auto& l = r.link;
-  absl::PrintF("link: frames=%d bytes=%d dropped=%d reordered=%d duplicated=%d corrupted=%d ce-marked=%d\n",
-              l.frames, l.bytes, l.dropped,
+  absl::PrintF("link: frames=%d bytes=%d dropped=%d (rx-overflow %d) reordered=%d duplicated=%d corrupted=%d ce-marked=%d\n",
+              l.frames, l.bytes, l.dropped, l.rx_overflows,
               l.reordered, l.duplicated,
               l.corrupted, l.ce_marked);
   absl::PrintF("packets: tx=%d rx=%d retransmits=%d timeouts=%d icrc-errors=%d unknown-qp=%d\n",

@@ -57,6 +57,7 @@ SimNode* SimNetwork::AddNode(const std::string& name, const rc::RcDevice::Config
   }
   nodes_.push_back(std::make_unique<SimNode>(this, id, name, mac, ip, cfg));
   busy_until_.push_back(0);
+  rx_busy_until_.push_back(0);
   return nodes_.back().get();
 }
 
@@ -160,6 +161,22 @@ bool SimNetwork::Step(uint64_t until_ns) {
   while (!inflight_.empty() && inflight_.top().at <= now_) {
     InFlight f = std::move(const_cast<InFlight&>(inflight_.top()));
     inflight_.pop();
+    if (imp_.rx_gbps > 0 && !f.received) {
+      // Into the receiver's buffer, out of it at rx_gbps; dropped if full.
+      uint64_t& rx = rx_busy_until_[static_cast<size_t>(f.dst)];
+      if (rx > now_ + imp_.rx_queue_ns) {
+        counters_.dropped++;
+        counters_.rx_overflows++;
+        CountLost(f.frame);
+        if (trace) std::fprintf(trace, "%12.3f >%d RX-OVERFLOW len=%zu\n", now_ / 1e3, f.dst, f.frame.size());
+        continue;
+      }
+      rx = std::max(rx, now_) + static_cast<uint64_t>(f.frame.size() * 8 / imp_.rx_gbps) + 1;
+      f.at = rx;
+      f.received = true;
+      inflight_.push(std::move(f));
+      continue;
+    }
     counters_.delivered++;
     nodes_[static_cast<size_t>(f.dst)]->dev().OnFrame(f.frame, now_);
   }

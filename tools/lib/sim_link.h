@@ -34,6 +34,13 @@ struct Impairment {
   // full NIC ring would (the device counts tx_busy and the QP retries later),
   // so a long burst — a 2 GiB Read's responses — is not all queued at once.
   uint64_t tx_queue_ns = 0;
+  // A receiver slower than the link, as a kernel tap or a busy host is: frames
+  // reach a node's receive buffer at link speed and leave it at rx_gbps; one
+  // that arrives while the buffer already holds rx_queue_ns of draining is
+  // dropped (tail drop: losses come in bursts, as a tap drops an unpaced Read
+  // response train). 0: the receiver keeps up.
+  double rx_gbps = 0;
+  uint64_t rx_queue_ns = 0;
 };
 
 struct LinkCounters {
@@ -43,6 +50,7 @@ struct LinkCounters {
   // corrupted: what a sender that resent exactly the lost packets would resend.
   uint64_t lost_payload_bytes = 0;
   uint64_t lost_response_bytes = 0;  // of which Read responses
+  uint64_t rx_overflows = 0;         // of `dropped`: tail drops at a slow receiver
 };
 
 class SimNetwork;
@@ -116,6 +124,7 @@ class SimNetwork {
     uint64_t seq;
     int dst;
     std::vector<uint8_t> frame;
+    bool received = false;  // through the receiver's buffer (Impairment::rx_gbps)
     bool operator>(const InFlight& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   bool Chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
@@ -139,6 +148,7 @@ class SimNetwork {
   uint64_t seq_ = 0;
   std::vector<std::unique_ptr<SimNode>> nodes_;
   std::vector<uint64_t> busy_until_;
+  std::vector<uint64_t> rx_busy_until_;  // per node: when its receive buffer drains
   std::priority_queue<InFlight, std::vector<InFlight>, std::greater<InFlight>> inflight_;
   LinkCounters counters_;
 };

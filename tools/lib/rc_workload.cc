@@ -145,7 +145,11 @@ struct Pair {
 class Workload {
  public:
   explicit Workload(const WorkloadConfig& c)
-      : cfg_(c), rng_(c.seed), net_(c.seed ^ 0x5EED, c.imp, c.ipv6) {}
+      : cfg_(c),
+        rng_(c.seed),
+        net_(c.seed ^ 0x5EED, c.imp, c.ipv6),
+        kSrcSize(std::max<size_t>(2u << 20, c.max_size)),
+        kTargetSize(std::max<size_t>(4u << 20, 2 * size_t{c.max_size})) {}
   WorkloadResult Run();
 
  private:
@@ -185,10 +189,10 @@ class Workload {
   uint64_t issued_ = 0, checked_ = 0, next_id_ = 1, seed_counter_ = 1000;
   rc::QpCounters retired_;
   uint64_t last_progress_ns_ = 0;
+  // Each pair's source and target buffers: room for the largest message.
+  const size_t kSrcSize, kTargetSize;
 };
 
-constexpr size_t kSrcSize = 2u << 20;
-constexpr size_t kTargetSize = 4u << 20;
 constexpr uint32_t kWindows = 4;
 constexpr uint64_t kMsNs = 1'000'000;
 

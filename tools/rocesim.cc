@@ -34,7 +34,8 @@ ABSL_FLAG(double, late_recv, 0.02,
           "fraction of receives posted late (RNR NAKs; their resends count as retransmissions)");
 ABSL_FLAG(uint32_t, mtu, 0, "path MTU (0: random per QP from 256..4096)");
 ABSL_FLAG(uint32_t, window, 32, "requester window in PSNs");
-ABSL_FLAG(bool, repair, true, "selective repair: responders keep 64 PSNs past a gap, requesters resend only the missing packet (QpTuning ooo_window, selective_repair: the default between two of our stacks); --norepair: go-back-N as towards rxe");
+ABSL_FLAG(bool, repair, true, "selective repair: responders keep --ooo_window PSNs past a gap, requesters resend only the missing packet (QpTuning ooo_window, selective_repair: the default between two of our stacks); --norepair: go-back-N as towards rxe");
+ABSL_FLAG(uint32_t, ooo_window, 256, "with --repair: PSNs a responder keeps past a gap (QpTuning::ooo_window; a power of two, at most 256)");
 ABSL_FLAG(uint32_t, outstanding, 24, "operations in flight per QP pair");
 ABSL_FLAG(bool, ipv6, false, "run over IPv6");
 ABSL_FLAG(double, delay_us, 1.0, "one-way link delay, microseconds");
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
   c.path_mtu = absl::GetFlag(FLAGS_mtu);
   c.window_psns = absl::GetFlag(FLAGS_window);
   c.repair = absl::GetFlag(FLAGS_repair);
+  c.ooo_window = absl::GetFlag(FLAGS_ooo_window);
   c.max_outstanding = absl::GetFlag(FLAGS_outstanding);
   c.ipv6 = absl::GetFlag(FLAGS_ipv6);
   absl::PrintF("rocesim: seed=%d messages=%d qps=%u loss=%g reorder=%g depth=%u dup=%g corrupt=%g ce=%g "

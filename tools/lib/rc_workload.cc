@@ -216,6 +216,7 @@ void Workload::Setup() {
   dc.mem_seed = cfg_.seed + 17;
   dc.tuning.max_unacked_psns = cfg_.window_psns;
   dc.tuning.ack_req_every = std::max<uint32_t>(cfg_.window_psns / 2, 1);
+  dc.tuning.ooo_window = cfg_.ooo_window;
   if (!cfg_.repair) {
     dc.tuning.ooo_window = 0;
     dc.tuning.selective_repair = false;

@@ -36,6 +36,7 @@ struct WorkloadConfig {
   double error_rate = 0.002;   // fraction of operations that deliberately violate access
   double late_recv = 0.02;     // fraction of receives posted late (provokes RNR)
   uint32_t window_psns = 32;   // requester window
+  uint32_t ooo_window = 256;   // with repair: PSNs the responder keeps past a gap (QpTuning::ooo_window)
   bool repair = true;          // selective repair (the default between our stacks); false: go-back-N (ooo_window 0)
   uint32_t max_outstanding = 24;  // operations in flight per pair
   uint32_t path_mtu = 0;       // 0: random per pair (256 .. 4096)

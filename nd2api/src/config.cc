@@ -191,12 +191,16 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
         }
       } else if (k == "burst") {
         number(1, 64, &a.burst, "frames per engine pass");
+      } else if (k == "selective_repair") {
+        if (v == "on") a.selective_repair = 1;
+        else if (v == "off") a.selective_repair = 0;
+        else bad("selective_repair is on or off");
       } else if (k.find('.') != std::string::npos) {
         a.overrides.push_back(k + "=" + v);
       } else {
         bad("unknown key (profile, iface, ip, ip6, mtu, capture, progress, cm_timeout, cm_retries, "
             "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, cm_drop_rx_dreqs, cm_drop_tx_dreqs, "
-            "burst, or a profile key section.key)");
+            "burst, selective_repair, or a profile key section.key)");
       }
       if (!err.ok()) break;
     }

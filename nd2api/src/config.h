@@ -27,6 +27,9 @@
 //                                    ; 1..31: 28 = 164 ms; 0 = 655 ms). With rnr_retry 6
 //                                    ; a receiver may be ~1.1 s late posting a receive
 //                                    ; before the Send fails; a later Send waits 164 ms
+//   selective_repair = on            ; offer and accept selective repair (ECE in the REQ/REP;
+//                                    ; used only when the peer is this stack): a lost packet
+//                                    ; is resent alone, not the window after it; off: go-back-N
 //   cm_drop_rx_dreqs = 0             ; CM fault injection for tests: the first N DREQs
 //   cm_drop_tx_dreqs = 0             ;   received are ignored / sent leave nothing on the
 //                                    ;   wire (retransmitted later), as if lost
@@ -65,6 +68,7 @@ struct AdapterConfig {
   // Transport (what the CM negotiates for our QPs).
   uint8_t rnr_retry = 6;
   uint8_t rnr_timer = 28;
+  int8_t selective_repair = -1;  // -1: the CM's default; 0 off; 1 on
   // Fault injection (tests): DREQs lost on receive / on send.
   uint32_t cm_drop_rx_dreqs = 0, cm_drop_tx_dreqs = 0;
   uint16_t burst = 32;  // the engine's RX/TX burst

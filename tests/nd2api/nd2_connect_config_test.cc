@@ -90,6 +90,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"cm_retries_range", kGood0 + "cm_retries = 16\n", {"[adapter0]", "cm_retries = 16", "0..15"}},
         Bad{"cm_timeout_range", kGood0 + "cm_timeout = 40\n", {"[adapter0]", "cm_timeout = 40"}},
         Bad{"rnr_retry_range", kGood0 + "rnr_retry = 8\n", {"[adapter0]", "rnr_retry = 8"}},
+        Bad{"selective_repair_word", kGood0 + "selective_repair = yes\n",
+            {":7:", "[adapter0]", "selective_repair = yes", "on or off"}},
         Bad{"ephemeral_backwards", kGood0 + "ephemeral_ports = 60000-50000\n",
             {"[adapter0]", "ephemeral_ports = 60000-50000"}},
         Bad{"bad_profile_key", kGood0 + "port.mtu = huge\n", {"[adapter0]", "port.mtu"}},

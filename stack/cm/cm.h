@@ -184,7 +184,7 @@ class ConnectionManager {
     uint64_t ca_guid = 0;                 // 0: the modified EUI-64 of the MAC
     // Offer (REQ) and accept (REP) selective repair over ECE; false: every
     // connection is go-back-N.
-    bool selective_repair = false;  // off until the ASan pair-rping ND_IO_TIMEOUT with it on is understood
+    bool selective_repair = true;
     uint8_t cm_response_timeout = 18;     // 4.096 us * 2^18 = 1.07 s between retransmissions
     uint8_t max_cm_retries = 15;
     uint8_t target_ack_delay = 15;        // what our REP announces (rxe's)

@@ -665,5 +665,58 @@ TEST(Nd2MemoryWire, TokensAreTheKeysOnTheWire) {
   EXPECT_TRUE(saw_read);
 }
 
+// The ECE of every CM REQ / REP (MADs in UD SEND_ONLY datagrams to QP 1):
+// the REQ's vendor ID (CM payload bytes 5-7) and the MAD's attribute modifier.
+struct Ece {
+  uint16_t attr;  // 0x0010 REQ, 0x0013 REP
+  uint32_t vendor_id;
+  uint32_t attr_mod;
+};
+std::vector<Ece> EcesIn(const std::vector<std::vector<uint8_t>>& frames) {
+  std::vector<Ece> out;
+  for (const auto& f : frames) {
+    if (f.size() < 14 + 20 + 8 + 12 + 8 + 256 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 17) continue;
+    const uint8_t* udp = f.data() + 14 + (f[14] & 0x0F) * 4;
+    if ((udp[2] << 8 | udp[3]) != 4791) continue;
+    const uint8_t* bth = udp + 8;
+    if (bth[0] != 0x64 || (Be32(bth + 4) & 0xFFFFFF) != 1) continue;  // UD SEND ONLY to QP 1
+    const uint8_t* mad = bth + 12 + 8;
+    const uint16_t attr = static_cast<uint16_t>(mad[16] << 8 | mad[17]);
+    if (mad[1] != 0x07 || (attr != 0x0010 && attr != 0x0013)) continue;  // CM REQ, REP
+    const uint8_t* msg = mad + 24;
+    out.push_back({attr, attr == 0x0010 ? Be32(msg + 4) & 0xFFFFFF : 0u, Be32(mad + 20)});
+  }
+  return out;
+}
+
+// Selective repair (README, Protocol notes) is offered in the REQ and
+// accepted in the REP between two of our adapters by default — ECE vendor ID
+// 0x0A5352, attribute modifier 0x5352 << 16 | 1 — and an adapter with
+// selective_repair = off accepts nothing (the REP's attribute modifier 0).
+TEST(Nd2MemoryWire, SelectiveRepairIsNegotiatedAndTheKeyTurnsItOff) {
+  for (Mode m : {Mode::kCapture, Mode::kCaptureNoRepair}) {
+    ASSERT_NO_FATAL_FAILURE(Start(m));
+    {
+      Pair p;
+      ASSERT_NO_FATAL_FAILURE(p.Open());
+    }
+    ASSERT_NO_FATAL_FAILURE(Start(Mode::kInline));  // the capture is complete
+    const std::vector<Ece> eces = EcesIn(ReadPcap(CapturePath()));
+    int reqs = 0, reps = 0;
+    for (const Ece& e : eces) {
+      if (e.attr == 0x0010) {
+        reqs++;
+        EXPECT_EQ(e.vendor_id, 0x0A5352u);
+        EXPECT_EQ(e.attr_mod, 0x53520001u);
+      } else {
+        reps++;
+        EXPECT_EQ(e.attr_mod, m == Mode::kCapture ? 0x53520001u : 0u) << (m == Mode::kCapture ? "default" : "off");
+      }
+    }
+    EXPECT_GE(reqs, 1);
+    EXPECT_GE(reps, 1);
+  }
+}
+
 }  // namespace
 }  // namespace nd2t

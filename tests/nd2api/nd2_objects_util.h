@@ -28,7 +28,9 @@ inline constexpr const char* kIpB = "10.0.0.2";
 // How the process's adapters run: inline progress (the application's
 // threads drive the engines), a progress thread each, or inline with adapter
 // 0 capturing every frame to CapturePath().
-enum class Mode { kInline, kThread, kCapture };
+// kCapture: adapter0 captures every frame; kCaptureNoRepair: the same, and
+// adapter1 has selective_repair = off.
+enum class Mode { kInline, kThread, kCapture, kCaptureNoRepair };
 
 inline std::string ConfigPath() { return "/tmp/nd2_objects_test_" + std::to_string(getpid()) + ".ini"; }
 inline std::string CapturePath() { return "/tmp/nd2_objects_test_" + std::to_string(getpid()) + ".pcap"; }
@@ -60,10 +62,11 @@ inline void Start(Mode m) {
     f << "[adapter0]\nprofile = net_ring.ini\nport.ring = nd2objects\nport.ring_side = a\nip = 10.0.0.1/24\nip6 = fd00::1/64\n"
          "progress = "
       << progress << "\n";
-    if (m == Mode::kCapture) f << "capture = " << CapturePath() << "\n";
+    if (m == Mode::kCapture || m == Mode::kCaptureNoRepair) f << "capture = " << CapturePath() << "\n";
     f << "[adapter1]\nprofile = net_ring.ini\nport.ring = nd2objects\nport.ring_side = b\nip = 10.0.0.2/24\nip6 = fd00::2/64\n"
          "port.mac = 02:00:00:00:00:02\nprogress = "
       << progress << "\n";
+    if (m == Mode::kCaptureNoRepair) f << "selective_repair = off\n";
   }
   setenv("ND2_CONFIG", ConfigPath().c_str(), 1);
   ASSERT_EQ(NdStartup(), ND_SUCCESS);

@@ -138,7 +138,8 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
     results[got++] = carry_.front();
     carry_.pop_front();
   }
-  rc::Completion cs[64];
+  Scratch<rc::Completion, 64> scratch;
+  rc::Completion* cs = scratch.s;
   while (got < n) {
     const uint32_t want = std::min<uint32_t>(64, n - got);
     const uint32_t k = cq_->Poll(cs, want);
@@ -252,7 +253,8 @@ HRESULT SharedReceiveQueue::Notify(OVERLAPPED* ov) {
 HRESULT SharedReceiveQueue::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
   if (n > max_sge_) return ND_DATA_OVERRUN;
   if (n && !sge) return ND_INVALID_PARAMETER_2;
-  rc::Sge s[Limits::kMaxSge];
+  SgeScratch scratch;
+  rc::Sge* s = scratch.s;
   uint64_t total = 0;
   for (ULONG i = 0; i < n; i++) {
     s[i] = {reinterpret_cast<uint64_t>(sge[i].Buffer), sge[i].BufferLength, sge[i].MemoryRegionToken};

@@ -121,7 +121,8 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
                                  HRESULT bad_flags) {
   if (flags & ~allowed) return bad_flags;
   if (n && !sge) return ND_INVALID_PARAMETER_2;
-  rc::Sge s[Limits::kMaxSge];
+  SgeScratch scratch;
+  rc::Sge* s = scratch.s;
   uint8_t inline_copy[Limits::kMaxInline];
   if (flags & ND_OP_FLAG_INLINE) {
     // Inline: the bytes are taken now, from any memory (the tokens are not
@@ -135,6 +136,12 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
       total += sge[i].BufferLength;
       if (total > caps_.max_inline) return ND_BUFFER_OVERFLOW;
     }
+    if (!rings_ && n <= caps_.max_send_sge) {
+      // Posted at once under the engine lock: the stack copies the bytes
+      // from the caller's buffers itself (tokens unused), no gather here.
+      for (ULONG i = 0; i < n; i++) s[i] = {reinterpret_cast<uint64_t>(sge[i].Buffer), sge[i].BufferLength, 0};
+      return PostNow(w, s, n, flags);
+    }
     uint64_t off = 0;
     for (ULONG i = 0; i < n; i++) {
       if (sge[i].BufferLength) std::memcpy(inline_copy + off, sge[i].Buffer, sge[i].BufferLength);
@@ -147,10 +154,19 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
     uint64_t total;
     if (!ToSges(sge, n, s, &total)) return ND_BUFFER_OVERFLOW;
   }
+  if (rings_) {
+    w.sge = s;
+    w.num_sge = n;
+    w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
+    return RingSend(w);
+  }
+  return PostNow(w, s, n, flags);
+}
+
+HRESULT QueuePair::PostNow(rc::SendWr& w, const rc::Sge* s, ULONG n, ULONG flags) {
   w.sge = s;
   w.num_sge = n;
   w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
-  if (rings_) return RingSend(w);
   absl::MutexLock l(&adapter_->eng().mu());
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
@@ -201,7 +217,8 @@ HRESULT QueuePair::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
   if (srq_) return ND_INVALID_DEVICE_REQUEST;  // receives go to the shared queue
   if (n > caps_.max_recv_sge) return ND_DATA_OVERRUN;
   if (n && !sge) return ND_INVALID_PARAMETER_2;
-  rc::Sge s[Limits::kMaxSge];
+  SgeScratch scratch;
+  rc::Sge* s = scratch.s;
   uint64_t total;
   if (!ToSges(sge, n, s, &total)) return ND_BUFFER_OVERFLOW;
   rc::RecvWr w;

@@ -38,6 +38,14 @@ inline void St16(uint8_t* d, const uint8_t* s) {
   asm volatile("movdqa %1, %0" : "=m"(*reinterpret_cast<__m128i*>(d)) : "x"(v));
 }
 
+inline void Tail(uint8_t* d, const uint8_t* s, size_t n) {
+  // d is 16-byte aligned: largest pieces first keeps each one aligned.
+  if (n & 8) { St8(d, s); d += 8; s += 8; }
+  if (n & 4) { St4(d, s); d += 4; s += 4; }
+  if (n & 2) { St2(d, s); d += 2; s += 2; }
+  if (n & 1) St1(d, s);
+}
+
 // Bytes [0, n) of d, n < 16, ascending, each store naturally aligned given
 // that d's alignment is at least that of the remaining length's pieces
 // (head: d advances to 16-byte alignment; tail: d is 16-byte aligned).
@@ -48,17 +56,15 @@ inline void Head(uint8_t*& d, const uint8_t*& s, size_t n) {
   if ((reinterpret_cast<uintptr_t>(d) & 2) && n >= 2) { St2(d, s); d += 2; s += 2; n -= 2; }
   if ((reinterpret_cast<uintptr_t>(d) & 4) && n >= 4) { St4(d, s); d += 4; s += 4; n -= 4; }
   if ((reinterpret_cast<uintptr_t>(d) & 8) && n >= 8) { St8(d, s); d += 8; s += 8; n -= 8; }
-  // Whatever is left (a short copy that never reached alignment): bytes.
+  // Whatever is left is shorter than the piece that would have aligned d
+  // further: aligned pieces if d is 16-byte aligned (Tail), else bytes.
+  if ((reinterpret_cast<uintptr_t>(d) & 15) == 0) {
+    Tail(d, s, n);
+    return;
+  }
   while (n) { St1(d, s); d++; s++; n--; }
 }
 
-inline void Tail(uint8_t* d, const uint8_t* s, size_t n) {
-  // d is 16-byte aligned: largest pieces first keeps each one aligned.
-  if (n & 8) { St8(d, s); d += 8; s += 8; }
-  if (n & 4) { St4(d, s); d += 4; s += 4; }
-  if (n & 2) { St2(d, s); d += 2; s += 2; }
-  if (n & 1) St1(d, s);
-}
 
 #if defined(__GNUC__)
 __attribute__((target("avx2"))) void Body32(uint8_t* d, const uint8_t* s, size_t n) {

@@ -55,8 +55,81 @@ Error ParseTransport(ByteSpan in, RocePacket* out) {
   return Error::kOk;
 }
 
+namespace {
+
+// The common frame, valid: Ethernet without VLAN, IPv4 without options, UDP
+// to 4791, a known opcode, all headers in the first `avail` bytes. Fills
+// exactly what the general path below fills and returns true; false — with
+// *out partly written — for anything else, which the general path then
+// parses from the start (and names the error). Loads the fields directly,
+// without the general path's per-header bounds checks.
+inline bool ParseCommonV4(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
+                          FrameLayout* lay, const ParseOptions& opts) {
+  constexpr size_t kL3 = EthernetHeader::kLen, kL4 = kL3 + Ipv4Header::kLen;
+  constexpr size_t kBth = kL4 + UdpHeader::kLen;  // 42
+  if (avail < kBth + Bth::kLen || Load16(head + 12) != kEtherTypeIpv4 || head[kL3] != 0x45) return false;
+  const uint8_t* ip = head + kL3;
+  const uint16_t total = Load16(ip + 2);
+  const uint16_t flags_frag = Load16(ip + 6);
+  if (total < Ipv4Header::kLen || total > frame_len - kL3 || (flags_frag & (Ipv4Header::kFlagMf | 0x1FFF)) ||
+      ip[9] != kIpProtoUdp)
+    return false;
+  if (opts.verify_ip_checksum && !Ipv4Header::VerifyChecksum(ip, Ipv4Header::kLen)) return false;
+  const uint8_t* udp = head + kL4;
+  if (Load16(udp + 2) != kRoceV2Port || Load16(udp + 4) != total - Ipv4Header::kLen) return false;
+  const size_t end = kL3 + total;
+  if (end < kBth + Bth::kLen || avail < std::min(end, kBth + Bth::kLen + GetOpcodeInfo(head[kBth]).ext_len))
+    return false;
+  size_t ext_end = 0, payload_len = 0;
+  if (ParseTransportHeaders(head + kBth, total - Ipv4Header::kLen - UdpHeader::kLen, out, &ext_end,
+                            &payload_len) != Error::kOk)
+    return false;
+  EthernetHeader& e = out->eth;
+  std::memcpy(e.dst.b.data(), head, 6);
+  std::memcpy(e.src.b.data(), head + 6, 6);
+  e.has_vlan = false;
+  e.ethertype = kEtherTypeIpv4;
+  out->ipv6 = false;
+  Ipv4Header& h = out->ip4;
+  h.ihl = 5;
+  h.tos = ip[1];
+  h.total_length = total;
+  h.id = Load16(ip + 4);
+  h.flags_frag = flags_frag;
+  h.ttl = ip[8];
+  h.protocol = kIpProtoUdp;
+  h.checksum = Load16(ip + 10);
+  h.src = Load32(ip + 12);
+  h.dst = Load32(ip + 16);
+  h.options = {};
+  UdpHeader& u = out->udp;
+  u.src_port = Load16(udp);
+  u.dst_port = kRoceV2Port;
+  u.length = static_cast<uint16_t>(total - Ipv4Header::kLen);
+  u.checksum = Load16(udp + 6);
+  out->l3_offset = kL3;
+  out->bth_offset = kBth;
+  lay->l3 = kL3;
+  lay->bth = kBth;
+  lay->payload = static_cast<uint32_t>(kBth + ext_end);
+  lay->payload_len = static_cast<uint32_t>(payload_len);
+  lay->end = static_cast<uint32_t>(end);
+  lay->icrc = lay->end - static_cast<uint32_t>(kIcrcLen);
+  return true;
+}
+
+}  // namespace
+
 Error ParseRoceHeaders(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
                        FrameLayout* lay, bool* straddle, const ParseOptions& opts) {
+  *straddle = false;
+  if (avail > frame_len) avail = frame_len;
+  if (ParseCommonV4(head, avail, frame_len, out, lay, opts)) return Error::kOk;
+  return ParseRoceHeadersGeneral(head, avail, frame_len, out, lay, straddle, opts);
+}
+
+Error ParseRoceHeadersGeneral(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
+                              FrameLayout* lay, bool* straddle, const ParseOptions& opts) {
   *straddle = false;
   if (avail > frame_len) avail = frame_len;
   // Bytes [0, end) must be readable at head before a header is parsed; when

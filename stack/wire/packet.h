@@ -105,6 +105,12 @@ struct FrameLayout {
 // packet without being cleared.
 Error ParseRoceHeaders(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
                        FrameLayout* lay, bool* straddle, const ParseOptions& opts = {});
+// The same without the fast path for the common frame (Ethernet, IPv4
+// without options, UDP 4791, all headers in the first segment) that
+// ParseRoceHeaders tries first: for tests, which check that both give the
+// same result for any input.
+Error ParseRoceHeadersGeneral(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
+                              FrameLayout* lay, bool* straddle, const ParseOptions& opts = {});
 
 // Parses the UDP payload of a RoCEv2 datagram (BTH .. ICRC) into the
 // transport fields of *out. Does not verify the ICRC (it needs the IP header).

@@ -228,6 +228,39 @@ void ParseAndCheck(const Bytes& input, bool checked, Stats* st) {
   }
 }
 
+// ParseRoceHeaders' fast path for the common frame must accept and reject
+// exactly what the general path does, and fill the same fields: both on the
+// whole frame and with only its first `avail` bytes readable (a chain).
+bool SameParse(const Bytes& f, size_t avail, const ParseOptions& o) {
+  RocePacket a, b;
+  FrameLayout la, lb;
+  bool sa = false, sb = false;
+  const Error ea = ParseRoceHeaders(f.data(), avail, f.size(), &a, &la, &sa, o);
+  const Error eb = ParseRoceHeadersGeneral(f.data(), avail, f.size(), &b, &lb, &sb, o);
+  if (ea != eb || sa != sb) return false;
+  if (ea != Error::kOk) return true;
+  auto same_bth = [](const Bth& x, const Bth& y) {
+    return x.opcode == y.opcode && x.se == y.se && x.mig_req == y.mig_req && x.pad_count == y.pad_count &&
+           x.tver == y.tver && x.pkey == y.pkey && x.fecn == y.fecn && x.becn == y.becn && x.resv6 == y.resv6 &&
+           x.dest_qp == y.dest_qp && x.ack_req == y.ack_req && x.resv7 == y.resv7 && x.psn == y.psn;
+  };
+  const Ipv4Header &x4 = a.ip4, &y4 = b.ip4;
+  return la.l3 == lb.l3 && la.bth == lb.bth && la.payload == lb.payload && la.payload_len == lb.payload_len &&
+         la.icrc == lb.icrc && la.end == lb.end && a.l3_offset == b.l3_offset && a.bth_offset == b.bth_offset &&
+         a.eth.dst.b == b.eth.dst.b && a.eth.src.b == b.eth.src.b && a.eth.has_vlan == b.eth.has_vlan &&
+         a.eth.ethertype == b.eth.ethertype && (!a.eth.has_vlan || a.eth.vlan_tci == b.eth.vlan_tci) &&
+         a.ipv6 == b.ipv6 &&
+         (a.ipv6 || (x4.ihl == y4.ihl && x4.tos == y4.tos && x4.total_length == y4.total_length &&
+                     x4.id == y4.id && x4.flags_frag == y4.flags_frag && x4.ttl == y4.ttl &&
+                     x4.protocol == y4.protocol && x4.checksum == y4.checksum && x4.src == y4.src &&
+                     x4.dst == y4.dst && x4.options == y4.options)) &&
+         a.udp.src_port == b.udp.src_port && a.udp.dst_port == b.udp.dst_port && a.udp.length == b.udp.length &&
+         a.udp.checksum == b.udp.checksum && same_bth(a.bth, b.bth) && a.reth.va == b.reth.va &&
+         a.reth.rkey == b.reth.rkey && a.reth.dma_length == b.reth.dma_length && a.imm == b.imm &&
+         a.ieth_rkey == b.ieth_rkey && a.aeth.syndrome == b.aeth.syndrome && a.aeth.msn == b.aeth.msn &&
+         a.deth.qkey == b.deth.qkey && a.deth.src_qp == b.deth.src_qp;
+}
+
 TEST(WireFuzz, RoceFrameParserOnMutatedReferenceFrames) {
   const std::vector<Bytes> refs = ReferenceRoceFrames();
   ASSERT_GT(refs.size(), 500u);
@@ -258,6 +291,13 @@ TEST(WireFuzz, RoceFrameParserOnMutatedReferenceFrames) {
     SCOPED_TRACE(i);
     ParseAndCheck(f, true, &st);
     ParseAndCheck(f, false, &st);
+    for (bool checked : {true, false}) {
+      ParseOptions o;
+      o.verify_ip_checksum = o.verify_icrc = checked;
+      ASSERT_TRUE(SameParse(f, f.size(), o)) << "fast and general paths differ (whole frame)";
+      const size_t avail = m.U(static_cast<uint32_t>(f.size() + 1));
+      ASSERT_TRUE(SameParse(f, avail, o)) << "fast and general paths differ (first " << avail << " bytes)";
+    }
   }
   // The fuzzer must reach both sides of the parser, or it proves little.
   EXPECT_GT(st.accepted_checked, kRounds / 20u);

@@ -534,6 +534,8 @@ def read_cases():
             line = raw.strip()
             if line and not line.startswith("#"):
                 toks = shlex.split(line)
+                if toks[0] == "full":  # suite interop-full (cases.txt)
+                    toks = toks[1:]
                 cases.append((toks[0], toks[1:]))
     return cases
 

@@ -20,10 +20,13 @@ void RingRaw(benchmark::State& st, bool cross) {
   auto t = OpenNative(cross ? "nd2b_raw_x" : "nd2b_raw_1");
   if (!t) return st.SkipWithError("setup failed");
   const Measured m = RingPairRaw(st, *t->a().port, *t->b().port, cross);
-  Figures::Record(cross ? "ring_cross" : "ring_single", m.rate());
+  Figures::Record(cross ? "ring_cross" : "ring_single", m.rate(), m.secs);
 }
 
-void MemcpyBaseline(benchmark::State& st) { Figures::Record("memcpy", Memcpy(st, 65536).rate()); }
+void MemcpyBaseline(benchmark::State& st) {
+  const Measured m = Memcpy(st, 65536);
+  Figures::Record("memcpy", m.rate(), m.secs);
+}
 
 // A valid RC WRITE_ONLY frame whose L3 packet (IP .. ICRC) is `l3_len` bytes.
 std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload) {
@@ -60,12 +63,12 @@ void Crc(benchmark::State& st, bool icrc) {
   st.SetBytesProcessed(static_cast<int64_t>(m.items));
   const std::string name = "crc" + std::to_string(size);
   if (icrc) Figures::Ratio(st, "x_raw", m.rate(), name);
-  else Figures::Record(name, m.rate());
+  else Figures::Record(name, m.rate(), m.secs);
 }
 
 void TcpBaseline(benchmark::State& st) {
   const Measured m = KernelTcpLoopbackPingPong(st);
-  if (m.items > 0) Figures::Record("tcp_rtt", m.secs / m.items);
+  if (m.items > 0) Figures::Record("tcp_rtt", m.secs / m.items, m.secs);
 }
 
 void NativeWriteFigure(benchmark::State& st) {
@@ -74,10 +77,10 @@ void NativeWriteFigure(benchmark::State& st) {
   if (!t) return st.SkipWithError("setup failed");
   const Measured m = NativeWrite(st, *t, size);
   if (size <= 64) {
-    Figures::Record("native_write_small", m.rate());
+    Figures::Record("native_write_small", m.rate(), m.secs);
     Figures::Ratio(st, "x_ring", m.rate(), "ring_single");
   } else {
-    Figures::Record("native_write_large", m.rate() * size);
+    Figures::Record("native_write_large", m.rate() * size, m.secs);
     Figures::Ratio(st, "x_memcpy", m.rate() * size, "memcpy");
   }
 }
@@ -87,7 +90,7 @@ void NativePingPongFigure(benchmark::State& st) {
   if (!t) return st.SkipWithError("setup failed");
   const Measured m = NativeSendPingPong(st, *t);
   if (m.items > 0) {
-    Figures::Record("native_rtt", m.secs / m.items);
+    Figures::Record("native_rtt", m.secs / m.items, m.secs);
     Figures::Ratio(st, "x_tcp", m.secs / m.items, "tcp_rtt");
   }
 }

@@ -427,8 +427,8 @@ class QueuePair final : public IND2QueuePair, public IND2QueuePairSendAndInvalid
  private:
   HRESULT PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
                         HRESULT bad_flags);
-  // Inline progress: `s` [0, n) posted now under the engine lock.
-  HRESULT PostNow(rc::SendWr& w, const rc::Sge* s, ULONG n, ULONG flags);
+  // Inline progress: `w` posted now under the engine lock.
+  HRESULT PostNow(const rc::SendWr& w);
   // Posting rings (a thread adapter; qp.cc): requests are checked and queued
   // here by the posting thread, taken into the stack by whoever holds the
   // engine lock (its thread at the start of every pass, or a poster that must

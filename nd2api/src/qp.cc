@@ -124,6 +124,13 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
   SgeScratch scratch;
   rc::Sge* s = scratch.s;
   uint8_t inline_copy[Limits::kMaxInline];
+  // s [0, n) into the stack: through the posting ring, or now under the engine lock.
+  const auto post = [&] {
+    w.sge = s;
+    w.num_sge = n;
+    w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
+    return rings_ ? RingSend(w) : PostNow(w);
+  };
   if (flags & ND_OP_FLAG_INLINE) {
     // Inline: the bytes are taken now, from any memory (the tokens are not
     // used), and the SGE count is not limited by maxInitiatorRequestSge; only
@@ -140,7 +147,7 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
       // Posted at once under the engine lock: the stack copies the bytes
       // from the caller's buffers itself (tokens unused), no gather here.
       for (ULONG i = 0; i < n; i++) s[i] = {reinterpret_cast<uint64_t>(sge[i].Buffer), sge[i].BufferLength, 0};
-      return PostNow(w, s, n, flags);
+      return post();
     }
     uint64_t off = 0;
     for (ULONG i = 0; i < n; i++) {
@@ -154,19 +161,10 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
     uint64_t total;
     if (!ToSges(sge, n, s, &total)) return ND_BUFFER_OVERFLOW;
   }
-  if (rings_) {
-    w.sge = s;
-    w.num_sge = n;
-    w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
-    return RingSend(w);
-  }
-  return PostNow(w, s, n, flags);
+  return post();
 }
 
-HRESULT QueuePair::PostNow(rc::SendWr& w, const rc::Sge* s, ULONG n, ULONG flags) {
-  w.sge = s;
-  w.num_sge = n;
-  w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
+HRESULT QueuePair::PostNow(const rc::SendWr& w) {
   absl::MutexLock l(&adapter_->eng().mu());
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;

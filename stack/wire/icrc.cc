@@ -2,6 +2,10 @@
 
 #include <isa-l/crc.h>
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -116,6 +120,137 @@ inline size_t FastSeed(const uint8_t* p, size_t len, uint32_t* seed) {
   return 0;
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+// ---- IPv4 with PCLMULQDQ: the mask inside the fold ---------------------------------------------
+//
+// The seed change above sits on the critical path of a short packet: the
+// masked bytes are loaded, looked up and XOR-ed before the first byte is
+// hashed (~10 cycles of a 64-byte packet's ~35). With carry-less multiplies
+// the mask costs nothing: the CRC folds 16-byte blocks (Intel, "Fast CRC
+// Computation for Generic Polynomials Using PCLMULQDQ"), so the variant fields
+// are set to ones with one OR per block as it is loaded, and the LRH's 8 bytes
+// of ones become a constant XOR-ed into the first block.
+//
+// The packet (len >= 40) is hashed as 16-byte blocks from a zero state, with
+// n = -len mod 16 zero bytes in front (leading zeros leave a zero CRC register
+// at zero): block 0 is the first 16 bytes moved up by n, block k >= 1 is the
+// 16 bytes at 16k - n. Each block is folded across the distance to the end in
+// groups of four (independent multiplies, one fold of latency per 64 bytes),
+// then 128 bits are reduced to 32 (Barrett).
+//
+// Fold constants: x^(D+32) and x^(D-32) mod P for a distance of D bits,
+// bit-reflected and shifted left by one (tools: a few lines of polynomial
+// arithmetic; the known D = 128 and 512 pairs check them).
+struct FoldK {
+  uint64_t lo, hi;  // multiplies the block's low (earlier) and high qword
+};
+constexpr FoldK kFold16{0x1751997d0, 0x0ccaa009e};
+constexpr FoldK kFold32{0x0f1da05aa, 0x15a546366};
+constexpr FoldK kFold48{0x03db1ecdc, 0x174359406};
+constexpr FoldK kFold64{0x154442bd4, 0x1c6e41596};
+constexpr uint64_t kR5 = 0x163cd6124;       // 64 -> 32 bits
+constexpr uint64_t kPoly33 = 0x1db710641;   // P, reflected
+constexpr uint64_t kMu33 = 0x1f7011641;     // x^64 / P, reflected
+
+// The variant fields of IPv4 (20-byte header) + UDP + BTH as OR masks by
+// offset from the IP header, then zeros (loaded at 16k - n for k = 1, 2);
+// and the initial CRC register (the complement of the CRC after the LRH's
+// ones), XOR-ed into the first four bytes, which blocks 0 and 1 share when
+// n > 12.
+struct V4Mask {
+  alignas(16) uint8_t m[64] = {};
+  alignas(16) uint8_t x[32] = {};
+  constexpr V4Mask() {
+    for (size_t j = 0; j < Tables::kV4N; j++) m[Tables::kV4Off[j]] = Tables::kV4Mask[j];
+    for (int i = 0; i < 4; i++) x[i] = static_cast<uint8_t>(~kT.lrh_seed >> (8 * i));
+  }
+};
+constexpr V4Mask kV4OrMask;
+// pshufb indices moving a block up by n bytes (zeros below): load at 16 - n.
+struct ShiftUp {
+  alignas(16) uint8_t m[32] = {};
+  constexpr ShiftUp() {
+    for (int i = 0; i < 16; i++) m[i] = 0x80;
+    for (int i = 0; i < 16; i++) m[16 + i] = static_cast<uint8_t>(i);
+  }
+};
+constexpr ShiftUp kShiftUp;
+
+#define ROCE_CLMUL __attribute__((target("pclmul,sse4.1"), always_inline)) inline
+
+ROCE_CLMUL __m128i Fold(__m128i x, FoldK k) {
+  const __m128i kk = _mm_set_epi64x(static_cast<long long>(k.hi), static_cast<long long>(k.lo));
+  return _mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00), _mm_clmulepi64_si128(x, kk, 0x11));
+}
+ROCE_CLMUL __m128i Load(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+__attribute__((target("pclmul,sse4.1"))) uint32_t IcrcV4Clmul(const uint8_t* p, size_t len) {
+  const size_t n = (0 - len) & 15;
+  const size_t nb = (len + n) >> 4;  // >= 3
+  const uint8_t* blk = p + 16 - n;  // block k >= 1 at blk + 16(k - 1)
+  __m128i b0 = _mm_or_si128(Load(p), Load(kV4OrMask.m));
+  b0 = _mm_xor_si128(b0, Load(kV4OrMask.x));
+  b0 = _mm_shuffle_epi8(b0, Load(kShiftUp.m + 16 - n));
+  const __m128i b1 = _mm_xor_si128(_mm_or_si128(Load(blk), Load(kV4OrMask.m + 16 - n)),
+                                   Load(kV4OrMask.x + 16 - n));
+  const __m128i b2 = _mm_or_si128(Load(blk + 16), Load(kV4OrMask.m + 32 - n));
+  __m128i x;
+  size_t k;
+  if (nb >= 4) {
+    x = _mm_xor_si128(_mm_xor_si128(Fold(b0, kFold48), Fold(b1, kFold32)),
+                      _mm_xor_si128(Fold(b2, kFold16), Load(blk + 32)));
+    k = 4;
+  } else {
+    x = _mm_xor_si128(_mm_xor_si128(Fold(b0, kFold32), Fold(b1, kFold16)), b2);
+    k = 3;
+  }
+  for (; k + 4 <= nb; k += 4) {
+    const uint8_t* b = blk + 16 * (k - 1);
+    x = _mm_xor_si128(_mm_xor_si128(Fold(x, kFold64), Fold(Load(b), kFold48)),
+                      _mm_xor_si128(Fold(Load(b + 16), kFold32),
+                                    _mm_xor_si128(Fold(Load(b + 32), kFold16), Load(b + 48))));
+  }
+  const uint8_t* b = blk + 16 * (k - 1);
+  switch (nb - k) {
+    case 3:
+      x = _mm_xor_si128(_mm_xor_si128(Fold(x, kFold48), Fold(Load(b), kFold32)),
+                        _mm_xor_si128(Fold(Load(b + 16), kFold16), Load(b + 32)));
+      break;
+    case 2:
+      x = _mm_xor_si128(_mm_xor_si128(Fold(x, kFold32), Fold(Load(b), kFold16)), Load(b + 16));
+      break;
+    case 1:
+      x = _mm_xor_si128(Fold(x, kFold16), Load(b));
+      break;
+    default:
+      break;
+  }
+  // 128 -> 64 -> 32 bits, then Barrett reduction modulo P.
+  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+  x = _mm_xor_si128(
+      _mm_clmulepi64_si128(x, _mm_set_epi64x(static_cast<long long>(kFold16.hi), 0), 0x10),
+      _mm_srli_si128(x, 8));
+  x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32),
+                                         _mm_set_epi64x(0, static_cast<long long>(kR5)), 0x00),
+                    _mm_srli_si128(x, 4));
+  const __m128i pu = _mm_set_epi64x(static_cast<long long>(kMu33), static_cast<long long>(kPoly33));
+  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), pu, 0x10);
+  t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), pu, 0x00);
+  return ~static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(t, x), 1));
+}
+#undef ROCE_CLMUL
+
+const bool kClmul = [] {
+  __builtin_cpu_init();  // (may run before libgcc's own initialiser)
+  return __builtin_cpu_supports("pclmul") != 0 && __builtin_cpu_supports("sse4.1") != 0;
+}();
+#else
+constexpr bool kClmul = false;
+uint32_t IcrcV4Clmul(const uint8_t*, size_t) { return 0; }
+#endif
+
 // The general case (IPv4 with options): the first IP + UDP + BTH bytes copied
 // and masked. Returns their length, or 0 if the span is not IPv4/IPv6 or too short.
 size_t CopyMasked(ByteSpan in, uint8_t* buf) {
@@ -147,6 +282,15 @@ size_t CopyMasked(ByteSpan in, uint8_t* buf) {
   return n;
 }
 
+// IPv4 with a 20-byte header, on a CPU with PCLMULQDQ, shorter than 256
+// bytes: where the seed change is a sizeable part of the cost. From 256 bytes
+// on, ISA-L's eight-way fold is ~20% faster than this four-way one (measured
+// here: 1 KB 56 vs 73 ns) and the seed change is noise.
+constexpr size_t kClmulBelow = 256;
+inline bool V4Clmul(const uint8_t* p, size_t len) {
+  return kClmul && len >= kV4Begun && len < kClmulBelow && p[0] == 0x45;
+}
+
 constexpr size_t kMaxMasked = 60 + UdpHeader::kLen + Bth::kLen;
 
 }  // namespace
@@ -156,6 +300,11 @@ uint32_t Crc32(uint32_t seed, ByteSpan data) {
 }
 
 bool Icrc::Begin(ByteSpan in) {
+  if (V4Clmul(in.data(), in.size())) {
+    begun_ = kV4Begun;
+    crc_ = IcrcV4Clmul(in.data(), kV4Begun);
+    return true;
+  }
   uint32_t seed;
   begun_ = FastSeed(in.data(), in.size(), &seed);
   if (begun_) {
@@ -170,6 +319,11 @@ bool Icrc::Begin(ByteSpan in) {
 }
 
 bool Icrc::BeginAll(ByteSpan in) {
+  if (V4Clmul(in.data(), in.size())) {
+    begun_ = in.size();
+    crc_ = IcrcV4Clmul(in.data(), in.size());
+    return true;
+  }
   uint32_t seed;
   if (FastSeed(in.data(), in.size(), &seed)) {
     begun_ = in.size();
@@ -185,6 +339,10 @@ bool Icrc::BeginAll(ByteSpan in) {
 void Icrc::Update(ByteSpan more) { crc_ = crc32_gzip_refl(crc_, more.data(), more.size()); }
 
 uint32_t ComputeIcrc(ByteSpan l3, bool* ok) {
+  if (V4Clmul(l3.data(), l3.size())) {  // one pass, the mask applied as the blocks load
+    if (ok) *ok = true;
+    return IcrcV4Clmul(l3.data(), l3.size());
+  }
   uint32_t seed;
   if (FastSeed(l3.data(), l3.size(), &seed)) {  // one pass over the bytes where they lie
     if (ok) *ok = true;

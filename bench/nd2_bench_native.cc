@@ -47,7 +47,11 @@ std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload) {
 }
 
 // Raw ISA-L CRC-32 of a packet's bytes (IP .. before the ICRC), and the ICRC of
-// the same bytes: x_raw = ICRC rate / raw rate (the goal: >= 0.9).
+// the same bytes: x_raw = ICRC rate / raw rate (the goal: >= 0.9). The ICRC
+// figure times the raw CRC of the same span for as many calls right after its
+// own loop and divides by that, not by the Base/RawIsalCrc32 median: at 64 B
+// a call is ~12 ns and the machine's drift between two benchmarks seconds
+// apart moved the ratio by 20% (Base/RawIsalCrc32 stays, as the baseline row).
 void Crc(benchmark::State& st, bool icrc) {
   const size_t size = static_cast<size_t>(st.range(0));
   std::vector<uint8_t> pl;
@@ -62,8 +66,14 @@ void Crc(benchmark::State& st, bool icrc) {
   const Measured m{SecondsSince(t0), static_cast<double>(st.iterations()) * static_cast<double>(l3.size())};
   st.SetBytesProcessed(static_cast<int64_t>(m.items));
   const std::string name = "crc" + std::to_string(size);
-  if (icrc) Figures::Ratio(st, "x_raw", m.rate(), name);
-  else Figures::Record(name, m.rate(), m.secs);
+  if (!icrc) {
+    Figures::Record(name, m.rate(), m.secs);
+    return;
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < st.iterations(); i++) benchmark::DoNotOptimize(wire::Crc32(0, l3));
+  const double raw_secs = SecondsSince(t1);
+  if (m.secs > 0 && raw_secs > 0) st.counters["x_raw"] = raw_secs / m.secs;
 }
 
 void TcpBaseline(benchmark::State& st) {

@@ -11,8 +11,9 @@
 // pad. Nothing is copied: the masked fields become a change of the CRC's seed
 // (CRC-32 is affine in its input; icrc.cc), so the bytes are hashed where they
 // lie, and a contiguous packet costs one pass. ISA-L's crc32_gzip_refl does
-// the hashing (it takes a seed; rte_net_crc does not), except for IPv4 spans
-// shorter than 256 bytes on a CPU with PCLMULQDQ: there a 16-byte-block fold
+// the hashing (it takes a seed; rte_net_crc does not), except for spans
+// shorter than 256 bytes (IPv4 without options, IPv6) on a CPU with
+// PCLMULQDQ: there a 16-byte-block fold
 // applies the mask with one OR per block as it loads, so a 64-byte packet
 // costs what a raw CRC-32 of it does (the seed change cost it ~25% more).
 #pragma once

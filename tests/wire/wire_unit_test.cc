@@ -407,31 +407,35 @@ TEST(Icrc, AnyHeaderBytesAnyLengthEveryEntryPoint) {
   }
 }
 
-// Every IPv4 length from the bare headers to past the 256 bytes where the
-// PCLMULQDQ fold hands over to ISA-L (icrc.cc): each length mod 16 (the fold's
-// leading zeros, the LRH constant straddling its first two blocks), random
-// bytes in the masked fields, the span ending exactly where its allocation
-// does (ASan sees any read past it), every entry point equal to the reference.
-TEST(Icrc, EveryIpv4LengthAcrossBothPaths) {
+// Every IPv4 and IPv6 length from the bare headers to past the 256 bytes
+// where the PCLMULQDQ fold hands over to ISA-L (icrc.cc): each length mod 16
+// (the fold's leading zeros, the LRH constant straddling its first two
+// blocks, IPv6's BTH byte in block 3 or 4), random bytes in the masked fields
+// and the IPv6 version's neighbours, the span ending exactly where its
+// allocation does (ASan sees any read past it), every entry point equal to
+// the reference.
+TEST(Icrc, EveryIpv4AndIpv6LengthAcrossBothPaths) {
   std::mt19937 rng(13);
-  for (size_t len = 40; len <= 700; len++) {
-    for (int rep = 0; rep < 3; rep++) {
+  for (size_t len = 40; len <= 700 + 20; len++) {
+    for (int rep = 0; rep < 6; rep++) {
+      const bool v6 = rep >= 3;
+      if (v6 && len < 60) continue;
       std::vector<uint8_t> b(len);
       for (auto& x : b) x = static_cast<uint8_t>(rng());
-      b[0] = 0x45;
+      b[0] = v6 ? static_cast<uint8_t>(0x60 | (b[0] & 0x0F)) : 0x45;
       const ByteSpan l3(b);
       const uint32_t want = ReferenceIcrc(l3);
       bool ok = false;
-      ASSERT_EQ(ComputeIcrc(l3, &ok), want) << len;
+      ASSERT_EQ(ComputeIcrc(l3, &ok), want) << len << (v6 ? " v6" : " v4");
       ASSERT_TRUE(ok);
       Icrc all;
       ASSERT_TRUE(all.BeginAll(l3));
-      ASSERT_EQ(all.Value(), want) << len;
+      ASSERT_EQ(all.Value(), want) << len << (v6 ? " v6" : " v4");
       Icrc c;
       ASSERT_TRUE(c.Begin(l3));
-      ASSERT_EQ(c.begun(), 40u);
-      c.Update(l3.subspan(40));
-      ASSERT_EQ(c.Value(), want) << len;
+      ASSERT_EQ(c.begun(), v6 ? 60u : 40u);
+      c.Update(l3.subspan(c.begun()));
+      ASSERT_EQ(c.Value(), want) << len << (v6 ? " v6" : " v4");
     }
   }
 }

@@ -111,7 +111,7 @@ TEST_P(Nd2Cq, NotifySolicited) {
   EXPECT_TRUE(StillPending(p.b.cq, ov, 30)) << "unsolicited receives must not satisfy SOLICITED";
   ASSERT_EQ(p.a.PostSend(nullptr, 0, 8, ND_OP_FLAG_SEND_AND_SOLICIT_EVENT), ND_SUCCESS);
   EXPECT_EQ(Finish(p.b.cq, ov, ND_PENDING), ND_SUCCESS);
-  std::vector<ND2_RESULT> rs = Drain(p.b.cq);
+  std::vector<ND2_RESULT> rs = Drain(p.b.cq, 100, 3);
   ASSERT_EQ(rs.size(), 3u);
   EXPECT_EQ(rs[2].RequestContext, reinterpret_cast<void*>(3));
   // SEND_AND_SOLICIT_EVENT with SendAndInvalidate too is covered in the memory tests.
@@ -150,7 +150,7 @@ TEST_P(Nd2Cq, NotifyErrors) {
   Progress(30);
   EXPECT_TRUE(StillPending(p.a.icq, err, 30));
   EXPECT_TRUE(StillPending(p.a.icq, sol, 1));
-  EXPECT_EQ(Drain(p.a.icq).size(), 2u);
+  EXPECT_EQ(Drain(p.a.icq, 100, 2).size(), 2u);
   ASSERT_EQ(p.a.qp->Write(nullptr, &s, 1, p.b.Va(0), p.b.mr->GetRemoteToken() ^ 0x10, 0), ND_SUCCESS);
   EXPECT_EQ(Finish(p.a.icq, err, ND_PENDING), ND_SUCCESS);
   EXPECT_EQ(Finish(p.a.icq, sol, ND_PENDING), ND_SUCCESS);
@@ -575,7 +575,7 @@ TEST_P(Nd2Cq, SharedReceiveQueueNotifyAtTheThreshold) {
     ASSERT_EQ(s.c1.PostSend(nullptr, 0, 8), ND_SUCCESS);
     EXPECT_EQ(s.c1.NextI().Status, ND_SUCCESS);
   }
-  EXPECT_EQ(Drain(s.e1.cq).size(), 2u);
+  EXPECT_EQ(Drain(s.e1.cq, 100, 2).size(), 2u);
   EXPECT_TRUE(StillPending(s.srq, ov, 20));
   // 3 -> 2: below the threshold.
   ASSERT_EQ(s.c2.PostSend(nullptr, 0, 8), ND_SUCCESS);
@@ -627,14 +627,14 @@ TEST_P(Nd2Cq, SharedReceiveQueueModify) {
   // Consume 4, shrink to 6 (6 outstanding), refill: none lost, all in order.
   for (int i = 0; i < 4; i++) ASSERT_EQ(s.c1.PostSend(nullptr, 0, 8), ND_SUCCESS);
   for (int i = 0; i < 4; i++) EXPECT_EQ(s.c1.NextI().Status, ND_SUCCESS);
-  std::vector<ND2_RESULT> rs = Drain(s.e1.cq);
+  std::vector<ND2_RESULT> rs = Drain(s.e1.cq, 100, 4);
   ASSERT_EQ(rs.size(), 4u);
   EXPECT_EQ(s.srq->Modify(5, 0), ND_BUFFER_OVERFLOW);
   EXPECT_EQ(s.srq->Modify(6, 0), ND_SUCCESS);
   EXPECT_EQ(s.Post(nullptr, 0, 64), ND_NO_MORE_ENTRIES);
   for (int i = 0; i < 6; i++) ASSERT_EQ(s.c2.PostSend(nullptr, 0, 8), ND_SUCCESS);
   for (int i = 0; i < 6; i++) EXPECT_EQ(s.c2.NextI().Status, ND_SUCCESS);
-  std::vector<ND2_RESULT> more = Drain(s.e2.cq);
+  std::vector<ND2_RESULT> more = Drain(s.e2.cq, 100, 6);
   rs.insert(rs.end(), more.begin(), more.end());
   ASSERT_EQ(rs.size(), 10u);
   for (uintptr_t i = 0; i < 10; i++) EXPECT_EQ(rs[i].RequestContext, reinterpret_cast<void*>(i));

@@ -520,7 +520,7 @@ TEST_P(Nd2Memory, SendAndInvalidate) {
   // Invalidated by the peer and then by ourselves: nothing to invalidate.
   ASSERT_EQ(p.b.PostReceive(nullptr, 0, 64), ND_SUCCESS);
   ASSERT_EQ(si->SendAndInvalidate(nullptr, nullptr, 0, w->GetRemoteToken(), ND_OP_FLAG_SILENT_SUCCESS), ND_SUCCESS);
-  std::vector<ND2_RESULT> rs = Drain(p.b.cq);
+  std::vector<ND2_RESULT> rs = Drain(p.b.cq, 100, 2);
   ASSERT_GE(rs.size(), 2u);
   EXPECT_EQ(rs[rs.size() - 2].RequestType, Nd2RequestTypeInvalidate);
   Access after = RemoteAccess(p, true, p.b.Va(4096), 16, w->GetRemoteToken());

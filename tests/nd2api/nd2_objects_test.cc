@@ -233,7 +233,7 @@ TEST_F(Nd2QpInline, ReceiveReturnValues) {
   EXPECT_EQ(e.qp->Receive(nullptr, nullptr, 0), ND_NO_MORE_ENTRIES);
   // Flush: the three complete ND_CANCELED; the queue has room again.
   EXPECT_EQ(e.qp->Flush(), ND_SUCCESS);
-  std::vector<ND2_RESULT> rs = Drain(e.cq);
+  std::vector<ND2_RESULT> rs = Drain(e.cq, 100, 3);
   ASSERT_EQ(rs.size(), 3u);
   for (auto& r : rs) EXPECT_EQ(r.Status, ND_CANCELED);
   e.Close();
@@ -302,10 +302,10 @@ TEST_P(Nd2Qp, SilentSuccess) {
                          ND_OP_FLAG_SILENT_SUCCESS),
             ND_SUCCESS);
   ASSERT_EQ(p.a.PostSend(reinterpret_cast<void*>(4), 0, 8, 0), ND_SUCCESS);
-  std::vector<ND2_RESULT> rs = Drain(p.a.icq);
+  std::vector<ND2_RESULT> rs = Drain(p.a.icq, 100, 1);
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].RequestContext, reinterpret_cast<void*>(4));
-  EXPECT_EQ(Drain(p.b.cq).size(), 2u);  // both receives completed (the receiver's result is not silent)
+  EXPECT_EQ(Drain(p.b.cq, 100, 2).size(), 2u);  // both receives completed (the receiver's result is not silent)
   // A silent request that fails is reported.
   ASSERT_EQ(p.a.qp->Write(reinterpret_cast<void*>(5), &s, 1, p.b.Va(0), p.b.mr->GetRemoteToken() ^ 0x55,
                           ND_OP_FLAG_SILENT_SUCCESS),
@@ -446,7 +446,7 @@ TEST_P(Nd2Qp, FlushCancelsOnlyThisQueuePairsRequests) {
   ASSERT_EQ(other->Receive(reinterpret_cast<void*>(99), &s, 1), ND_SUCCESS);
   for (uintptr_t i = 1; i <= 5; i++) ASSERT_EQ(e.qp->Receive(reinterpret_cast<void*>(i), &s, 1), ND_SUCCESS);
   EXPECT_EQ(e.qp->Flush(), ND_SUCCESS);
-  std::vector<ND2_RESULT> rs = Drain(e.cq);
+  std::vector<ND2_RESULT> rs = Drain(e.cq, 100, 5);
   ASSERT_EQ(rs.size(), 5u);
   for (uintptr_t i = 0; i < 5; i++) {
     EXPECT_EQ(rs[i].Status, ND_CANCELED);
@@ -459,7 +459,7 @@ TEST_P(Nd2Qp, FlushCancelsOnlyThisQueuePairsRequests) {
   EXPECT_TRUE(Drain(e.cq, 30).empty());
   // The other queue pair's receive is still there: released, it is flushed now.
   other->Release();
-  rs = Drain(e.cq);
+  rs = Drain(e.cq, 100, 1);
   ASSERT_EQ(rs.size(), 1u);
   EXPECT_EQ(rs[0].RequestContext, reinterpret_cast<void*>(99));
   EXPECT_EQ(rs[0].QueuePairContext, reinterpret_cast<void*>(0x77));
@@ -510,7 +510,7 @@ TEST_P(Nd2Qp, ReleasedQueuePairFlushesIntoItsCq) {
   for (uintptr_t i = 1; i <= 3; i++) ASSERT_EQ(e.PostReceive(reinterpret_cast<void*>(i), 0, 8), ND_SUCCESS);
   e.qp->Release();
   e.qp = nullptr;
-  std::vector<ND2_RESULT> rs = Drain(e.cq);
+  std::vector<ND2_RESULT> rs = Drain(e.cq, 100, 3);
   ASSERT_EQ(rs.size(), 3u);
   for (auto& r : rs) EXPECT_EQ(r.Status, ND_CANCELED);
   e.Close();

@@ -150,12 +150,16 @@ inline bool Next(IND2CompletionQueue* cq, ND2_RESULT* r, uint64_t ms = 10000) {
   return false;
 }
 
-// Every result `cq` yields until it has been quiet for `quiet_ms`.
-inline std::vector<ND2_RESULT> Drain(IND2CompletionQueue* cq, uint64_t quiet_ms = 100) {
+// Every result `cq` yields until it has been quiet for `quiet_ms`, once it
+// has yielded `at_least` (waiting up to 10 s for those: with progress threads
+// on a loaded 2-core machine the first result can come later than any quiet
+// time — a fresh-clone CI run saw SilentSuccess/Thread drain nothing in 100 ms).
+inline std::vector<ND2_RESULT> Drain(IND2CompletionQueue* cq, uint64_t quiet_ms = 100, size_t at_least = 0) {
   std::vector<ND2_RESULT> out;
+  const uint64_t give_up = NowMs() + 10000;
   uint64_t end = NowMs() + quiet_ms;
   ND2_RESULT r[16];
-  while (NowMs() < end) {
+  while (NowMs() < end || (out.size() < at_least && NowMs() < give_up)) {
     const ULONG n = cq->GetResults(r, 16);
     for (ULONG i = 0; i < n; i++) out.push_back(r[i]);
     if (n) end = NowMs() + quiet_ms;

@@ -258,6 +258,20 @@ TEST(Vdev, MemifServerAndClient) {
     // Polling has stopped on both sides before either closes (DPDK 22.11's
     // memif can crash in rx_burst when the peer disconnects mid-poll).
     c->reset();
+    // The client's close sends the server a disconnect, which the EAL
+    // interrupt thread handles (memif_disconnect of the server: its regions
+    // and control channel freed). Closing the server while that runs frees
+    // the same things on two threads: DPDK 22.11's memif does not serialise
+    // them, and 3 runs in 30 beside a loaded CI died with SIGSEGV in
+    // rte_free (cores: the interrupt thread in memif's handler, this thread
+    // in the server's ~Port or in rte_eal_cleanup). So the server closes only
+    // after it saw the disconnect (link down, set as the handler starts) and
+    // the handler had time to finish (it takes microseconds).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while ((*s)->LinkUp() && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_FALSE((*s)->LinkUp()) << "the server never saw the client leave";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::filesystem::remove(sock);
 }

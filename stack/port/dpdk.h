@@ -9,6 +9,7 @@ extern "C" {
 #include <rte_vect.h>
 }
 
+#include <rte_alarm.h>
 #include <rte_bus_vdev.h>
 #include <rte_cfgfile.h>
 #include <rte_common.h>
@@ -19,6 +20,7 @@ extern "C" {
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_flow.h>
+#include <rte_interrupts.h>
 #include <rte_ip.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>

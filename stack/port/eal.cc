@@ -7,6 +7,8 @@
 
 #include <absl/strings/str_cat.h>
 #include <absl/strings/str_join.h>
+#include <absl/synchronization/notification.h>
+#include <absl/time/time.h>
 
 #include "stack/port/dpdk.h"
 
@@ -83,7 +85,55 @@ absl::Status InitEal(const EalOptions& opts) {
 
 bool EalInitialized() { return g_state.load() == 1; }
 
+namespace {
+
+struct InterruptThreadCall {
+  absl::FunctionRef<void()> fn;
+  absl::Notification done;
+  static void Run(void* arg) {
+    auto* c = static_cast<InterruptThreadCall*>(arg);
+    c->fn();
+    c->done.Notify();
+  }
+};
+
+// One call through an EAL alarm: alarm callbacks run on the interrupt thread,
+// between (never during) other interrupt callbacks.
+void CallOnce(absl::FunctionRef<void()> fn, uint64_t delay_us) {
+  InterruptThreadCall call{fn, {}};
+  if (rte_eal_alarm_set(delay_us, &InterruptThreadCall::Run, &call) != 0) {
+    fn();  // alarms unavailable
+    return;
+  }
+  if (call.done.WaitForNotificationWithTimeout(absl::Seconds(10))) return;
+  // The interrupt thread is stuck or gone. rte_eal_alarm_cancel waits for a
+  // callback that is already running, so after it either the call ran (or is
+  // about to signal) or it never will and this thread makes it.
+  if (rte_eal_alarm_cancel(&InterruptThreadCall::Run, &call) > 0)
+    fn();
+  else
+    call.done.WaitForNotification();
+}
+
+}  // namespace
+
+void RunOnInterruptThread(absl::FunctionRef<void()> fn) {
+  if (!EalInitialized() || rte_thread_is_intr()) {
+    fn();
+    return;
+  }
+  CallOnce(fn, 1);
+  // If fn (un)registered interrupt sources, the thread rebuilds its epoll set
+  // from the source list once fn's callback has returned (woken by a pipe
+  // the change wrote), while this thread is already on its way. An empty
+  // call a millisecond later runs after that rebuild unless the thread
+  // stalled for the whole millisecond (EAL offers no stronger signal: the
+  // alarm and the pipe can arrive in one epoll batch, in either order).
+  CallOnce([] {}, 1000);
+}
+
 void CleanupEal() {
+  if (g_state.load() == 1) RunOnInterruptThread([] {});
   if (g_state.exchange(2) == 1) rte_eal_cleanup();
 }
 

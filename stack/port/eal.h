@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <absl/functional/function_ref.h>
 #include <absl/status/status.h>
 
 namespace roce::port {
@@ -42,7 +43,17 @@ absl::Status CheckHugepages();
 // the arguments and rte_errno.
 absl::Status InitEal(const EalOptions& opts = {});
 bool EalInitialized();
-// rte_eal_cleanup; the EAL cannot be initialized again afterwards.
+// rte_eal_cleanup; the EAL cannot be initialized again afterwards. Waits
+// first for the interrupt thread to be idle (see RunOnInterruptThread).
 void CleanupEal();
+
+// Runs fn on the EAL interrupt thread (where DPDK runs device interrupt,
+// control-socket and alarm callbacks, one at a time) and returns when it has
+// run and the thread is back waiting, its list of interrupt sources rebuilt
+// after any change fn made (the rebuild reads the sources' handles, which
+// live in DPDK memory: rte_eal_cleanup must not unmap it under the thread).
+// Runs fn here if this is that thread or there is none. For driver
+// operations that race those callbacks (closing a memif port).
+void RunOnInterruptThread(absl::FunctionRef<void()> fn);
 
 }  // namespace roce::port

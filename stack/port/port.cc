@@ -21,6 +21,7 @@
 #include <absl/synchronization/mutex.h>
 
 #include "stack/port/dpdk.h"
+#include "stack/port/eal.h"
 #include "stack/port/flow.h"
 
 namespace roce::port {
@@ -437,11 +438,23 @@ Port::~Port() {
     for (uint16_t q = 0; q < profile_.tx_queues; q++) txq_[q].FreeAll();
   if (capture_) capture_->Flush();
   for (rte_flow* f : flows_) DestroyFlow(port_id_, f);
-  if (started_) rte_eth_dev_stop(port_id_);
-  if (created_) {
-    rte_eth_dev_close(port_id_);
-    if (driver_->kind != DriverKind::kPci) rte_vdev_uninit(name_.c_str());
-  }
+  auto stop_and_close = [this] {
+    if (started_) rte_eth_dev_stop(port_id_);
+    if (created_) {
+      rte_eth_dev_close(port_id_);
+      if (driver_->kind != DriverKind::kPci) rte_vdev_uninit(name_.c_str());
+    }
+  };
+  // memif's control channel lives on the EAL interrupt thread: a peer's
+  // disconnect (or the socket's EOF) runs memif_disconnect there, freeing the
+  // regions and control channel that stop/close free too, and DPDK 22.11
+  // does not serialise the two (double rte_free: SIGSEGV or heap corruption
+  // when both ends of a pair close together). Closing on that thread makes
+  // them take turns.
+  if (profile_.driver == "net_memif")
+    RunOnInterruptThread(stop_and_close);
+  else
+    stop_and_close();
   if (!ring_set_.empty()) {
     absl::MutexLock l(&g_rings_mu);
     auto it = Rings().find(ring_set_);

@@ -201,23 +201,6 @@ void Ipv4Header::Emit(uint8_t* out) const {
 }
 
 namespace {
-// One's-complement sum of the header's 16-bit words, folded to 16 bits, in
-// host byte order: the sum does not care about byte order (RFC 1071 §2(B)),
-// so the words are added as native 32-bit loads and swapped once at the end
-// (an IPv4 header is a whole number of 32-bit words).
-inline uint16_t FoldedNativeSum(const uint8_t* hdr, size_t len) {
-  uint64_t sum = 0;
-  for (size_t i = 0; i + 4 <= len; i += 4) {
-    uint32_t w;
-    std::memcpy(&w, hdr + i, 4);
-    sum += w;
-  }
-  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  return static_cast<uint16_t>(sum);
-}
 inline uint16_t Swap16(uint16_t v) { return static_cast<uint16_t>((v >> 8) | (v << 8)); }
 }  // namespace
 
@@ -226,14 +209,9 @@ uint16_t Ipv4Header::ComputeChecksum(const uint8_t* hdr, size_t len) {
   // back out (x + ~x is 0xFFFF, which is zero in one's-complement arithmetic).
   uint16_t field;
   std::memcpy(&field, hdr + 10, 2);
-  uint32_t s = uint32_t{FoldedNativeSum(hdr, len)} + static_cast<uint16_t>(~field);
+  uint32_t s = uint32_t{detail::FoldedNativeSum(hdr, len)} + static_cast<uint16_t>(~field);
   s = (s & 0xFFFF) + (s >> 16);
   return Swap16(static_cast<uint16_t>(~s));
-}
-
-bool Ipv4Header::VerifyChecksum(const uint8_t* hdr, size_t len) {
-  // Over the whole header, its checksum included, the sum is 0xFFFF.
-  return FoldedNativeSum(hdr, len) == 0xFFFF;
 }
 
 // ---- IPv6 -----------------------------------------------------------------------
@@ -283,25 +261,6 @@ void UdpHeader::Emit(uint8_t* out) const {
 
 // ---- InfiniBand transport headers ---------------------------------------------------
 
-Error Bth::Parse(ByteSpan in) {
-  if (in.size() < kLen) return Error::kTruncated;
-  const uint8_t* p = in.data();
-  opcode = p[0];
-  se = p[1] & 0x80;
-  mig_req = p[1] & 0x40;
-  pad_count = (p[1] >> 4) & 3;
-  tver = p[1] & 0x0F;
-  pkey = Load16(p + 2);
-  fecn = p[4] & 0x80;
-  becn = p[4] & 0x40;
-  resv6 = p[4] & 0x3F;
-  dest_qp = Load24(p + 5);
-  ack_req = p[8] & 0x80;
-  resv7 = p[8] & 0x7F;
-  psn = Load24(p + 9);
-  return Error::kOk;
-}
-
 void Bth::Emit(uint8_t* out) const {
   out[0] = opcode;
   out[1] = static_cast<uint8_t>((se ? 0x80 : 0) | (mig_req ? 0x40 : 0) | ((pad_count & 3) << 4) |
@@ -313,21 +272,10 @@ void Bth::Emit(uint8_t* out) const {
   Store24(out + 9, psn);
 }
 
-void Reth::Parse(const uint8_t* in) {
-  va = Load64(in);
-  rkey = Load32(in + 8);
-  dma_length = Load32(in + 12);
-}
-
 void Reth::Emit(uint8_t* out) const {
   Store64(out, va);
   Store32(out + 8, rkey);
   Store32(out + 12, dma_length);
-}
-
-void Aeth::Parse(const uint8_t* in) {
-  syndrome = in[0];
-  msn = Load24(in + 1);
 }
 
 void Aeth::Emit(uint8_t* out) const {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "stack/wire/bytes.h"
@@ -217,5 +218,61 @@ struct MadHeader {
   Error Parse(ByteSpan in);
   void Emit(uint8_t* out) const;
 };
+
+// The per-packet parsers, inline: the receive path calls them for every frame.
+inline Error Bth::Parse(ByteSpan in) {
+  if (in.size() < kLen) return Error::kTruncated;
+  const uint8_t* p = in.data();
+  opcode = p[0];
+  se = p[1] & 0x80;
+  mig_req = p[1] & 0x40;
+  pad_count = (p[1] >> 4) & 3;
+  tver = p[1] & 0x0F;
+  pkey = Load16(p + 2);
+  fecn = p[4] & 0x80;
+  becn = p[4] & 0x40;
+  resv6 = p[4] & 0x3F;
+  dest_qp = Load24(p + 5);
+  ack_req = p[8] & 0x80;
+  resv7 = p[8] & 0x7F;
+  psn = Load24(p + 9);
+  return Error::kOk;
+}
+
+inline void Reth::Parse(const uint8_t* in) {
+  va = Load64(in);
+  rkey = Load32(in + 8);
+  dma_length = Load32(in + 12);
+}
+
+inline void Aeth::Parse(const uint8_t* in) {
+  syndrome = in[0];
+  msn = Load24(in + 1);
+}
+
+namespace detail {
+// One's-complement sum of the header's 16-bit words, folded to 16 bits, in
+// host byte order: the sum does not care about byte order (RFC 1071 §2(B)),
+// so the words are added as native 32-bit loads and swapped once at the end
+// (an IPv4 header is a whole number of 32-bit words).
+inline uint16_t FoldedNativeSum(const uint8_t* hdr, size_t len) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i + 4 <= len; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, hdr + i, 4);
+    sum += w;
+  }
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+}  // namespace detail
+
+inline bool Ipv4Header::VerifyChecksum(const uint8_t* hdr, size_t len) {
+  // Over the whole header, its checksum included, the sum is 0xFFFF.
+  return detail::FoldedNativeSum(hdr, len) == 0xFFFF;
+}
 
 }  // namespace roce::wire

@@ -89,10 +89,8 @@ constexpr std::array<OpcodeInfo, 256> BuildTable() {
   return t;
 }
 
-constexpr std::array<OpcodeInfo, 256> kTable = BuildTable();
-
 }  // namespace
 
-const OpcodeInfo& GetOpcodeInfo(uint8_t opcode) { return kTable[opcode]; }
+constexpr std::array<OpcodeInfo, 256> kOpcodeTable = BuildTable();
 
 }  // namespace roce::wire

@@ -2,6 +2,7 @@
 // position in a message, request or response. IBTA vol 1 §9.2 / table 38.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace roce::wire {
@@ -82,7 +83,9 @@ struct OpcodeInfo {
   bool request = false;       // true: requester->responder; false: response
 };
 
-const OpcodeInfo& GetOpcodeInfo(uint8_t opcode);
+// Indexed by opcode; unknown opcodes have name == nullptr.
+extern const std::array<OpcodeInfo, 256> kOpcodeTable;
+inline const OpcodeInfo& GetOpcodeInfo(uint8_t opcode) { return kOpcodeTable[opcode]; }
 inline bool IsValidOpcode(uint8_t opcode) { return GetOpcodeInfo(opcode).name != nullptr; }
 inline const char* OpcodeName(uint8_t opcode) {
   const char* n = GetOpcodeInfo(opcode).name;

@@ -372,8 +372,7 @@ void QueuePair::OnPacket(const RocePacket& p, uint64_t now) {
   // RC only, from our peer, on our partition.
   const OpcodeInfo& info = p.info();
   if ((info.transport != Transport::kRc && info.transport != Transport::kCnp) ||
-      p.bth.pkey != 0xFFFF || p.ipv6 != net_.ipv6 || p.SrcIp() != net_.DstIp() ||
-      p.DstIp() != net_.SrcIp()) {
+      p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_)) {
     counters.dropped_bad++;
     return;
   }

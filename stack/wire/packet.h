@@ -28,6 +28,14 @@ struct NetHeaders {
   uint8_t Ecn() const { return ipv6 ? ip6.Ecn() : ip4.Ecn(); }
   IpAddr SrcIp() const { return ipv6 ? IpAddr::FromV6(ip6.src.data()) : IpAddr::FromV4(ip4.src); }
   IpAddr DstIp() const { return ipv6 ? IpAddr::FromV6(ip6.dst.data()) : IpAddr::FromV4(ip4.dst); }
+  // The same addresses as `out`, swapped: a packet of the path `out` sends on
+  // comes back on (same family; SrcIp() == out.DstIp() and DstIp() ==
+  // out.SrcIp(), without building the IpAddrs — the receive path checks
+  // every packet).
+  bool IsReplyTo(const NetHeaders& out) const {
+    if (ipv6 != out.ipv6) return false;
+    return ipv6 ? ip6.src == out.ip6.dst && ip6.dst == out.ip6.src : ip4.src == out.ip4.dst && ip4.dst == out.ip4.src;
+  }
   size_t Len() const {
     return eth.Len() + (ipv6 ? Ipv6Header::kLen : ip4.Len()) + UdpHeader::kLen;
   }

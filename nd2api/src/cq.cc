@@ -92,6 +92,7 @@ void CompletionQueue::OnPush(const rc::Completion& c) {
   // The queue is armed at the strongest kind outstanding (ANY over
   // SOLICITED over ERRORS; errors satisfy every kind); an event releases
   // every outstanding Notify.
+  if (ov_.Empty()) return;  // no Notify outstanding: nothing to trigger
   if (ov_.HasTag(kTagAny) || ((sol || error) && ov_.HasTag(kTagSolicited)) || (error && ov_.HasTag(kTagErrors)))
     Trigger(ND_SUCCESS);
 }

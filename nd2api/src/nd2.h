@@ -100,6 +100,12 @@ class OverlappedSet {
   // IND2Overlapped::GetOverlappedResult.
   HRESULT Result(OVERLAPPED* ov, BOOL wait);
   bool HasTag(uintptr_t tag);
+  // Nothing pending, without the lock (a completion queue asks on every
+  // completion whether a Notify waits). Exact for what was pended before the
+  // caller's last synchronisation with the pending thread (Notify pends under
+  // the engine lock that completions are pushed under); a request pended or
+  // completed concurrently may or may not be seen, as with HasTag.
+  bool Empty() const { return count_.load(std::memory_order_acquire) == 0; }
 
  private:
   struct Pending {
@@ -110,6 +116,7 @@ class OverlappedSet {
   std::shared_ptr<OverlappedFile> file_;
   std::mutex mu_;
   std::deque<Pending> pending_;
+  std::atomic<size_t> count_{0};  // pending_.size(), stored under mu_
 };
 
 // COM reference counting for an object with interfaces Ifaces...: the most

@@ -23,6 +23,7 @@ HRESULT OverlappedSet::Pend(OVERLAPPED* ov, std::function<void()> on_cancel, uin
   MarkOverlappedPending(ov);
   std::lock_guard<std::mutex> l(mu_);
   pending_.push_back({ov, std::move(on_cancel), tag});
+  count_.store(pending_.size(), std::memory_order_release);
   return ND_PENDING;
 }
 
@@ -33,6 +34,7 @@ bool OverlappedSet::Complete(OVERLAPPED* ov, HRESULT status, ULONG bytes) {
     while (it != pending_.end() && it->ov != ov) ++it;
     if (it == pending_.end()) return false;
     pending_.erase(it);
+    count_.store(pending_.size(), std::memory_order_release);
   }
   CompleteOverlapped(file_.get(), ov, status, bytes);
   return true;
@@ -46,6 +48,7 @@ bool OverlappedSet::CompleteTagged(uintptr_t tag, HRESULT status, ULONG bytes) {
       if (it->tag == tag) {
         ov = it->ov;
         pending_.erase(it);
+        count_.store(pending_.size(), std::memory_order_release);
         break;
       }
   }
@@ -66,12 +69,14 @@ size_t OverlappedSet::CompleteAllTagged(uintptr_t tag, HRESULT status) {
         ++it;
       }
     }
+    count_.store(pending_.size(), std::memory_order_release);
   }
   for (OVERLAPPED* ov : done) CompleteOverlapped(file_.get(), ov, status, 0);
   return done.size();
 }
 
 bool OverlappedSet::HasTag(uintptr_t tag) {
+  if (Empty()) return false;
   std::lock_guard<std::mutex> l(mu_);
   for (const Pending& p : pending_)
     if (p.tag == tag) return true;
@@ -83,6 +88,7 @@ HRESULT OverlappedSet::CancelAll() {
   {
     std::lock_guard<std::mutex> l(mu_);
     all.swap(pending_);
+    count_.store(0, std::memory_order_release);
   }
   // In order: a client that cancels and then polls its port with a zero
   // timeout finds every cancelled request there, oldest first (ndcq).

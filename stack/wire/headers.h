@@ -257,6 +257,8 @@ namespace detail {
 // (an IPv4 header is a whole number of 32-bit words).
 inline uint16_t FoldedNativeSum(const uint8_t* hdr, size_t len) {
   uint64_t sum = 0;
+  // Unrolled: the receive path sums every IPv4 header (len 20, a constant there).
+#pragma GCC unroll 15
   for (size_t i = 0; i + 4 <= len; i += 4) {
     uint32_t w;
     std::memcpy(&w, hdr + i, 4);

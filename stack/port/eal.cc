@@ -133,7 +133,7 @@ void RunOnInterruptThread(absl::FunctionRef<void()> fn) {
 }
 
 void CleanupEal() {
-  if (g_state.load() == 1) RunOnInterruptThread([] {});
+  RunOnInterruptThread([] {});  // no-op unless the EAL is up (it checks)
   if (g_state.exchange(2) == 1) rte_eal_cleanup();
 }
 

@@ -14,8 +14,8 @@ namespace {
 // `in` holds at least min(tlen, BTH + 28 + ...) of them, see NeedTransport).
 // Sets *ext_end (offset of the payload) and *payload_len. Inlined into each
 // caller: the per-frame fast path below runs it for every packet received.
-[[gnu::always_inline]] inline Error ParseTransportHeaders(const uint8_t* in, size_t tlen, RocePacket* out, size_t* ext_end,
-                            size_t* payload_len) {
+[[gnu::always_inline]] inline Error ParseTransportHeaders(const uint8_t* in, size_t tlen, RocePacket* out,
+                                                         size_t* ext_end, size_t* payload_len) {
   if (tlen < Bth::kLen + kIcrcLen) return Error::kTruncated;
   out->bth.Parse(ByteSpan(in, Bth::kLen));
   if (out->bth.tver != 0) return Error::kBadTransportVersion;

@@ -31,9 +31,12 @@
 
 namespace roce::bench {
 
-inline std::unique_ptr<tools::TwoStacks> OpenNative(const std::string& ring) {
+// tx_on_post = false: a posted request waits for its engine's next pass (the
+// stack before EngineOptions::tx_on_post; a same-run baseline for it).
+inline std::unique_ptr<tools::TwoStacks> OpenNative(const std::string& ring, bool tx_on_post = true) {
   tools::TwoStacksOptions o;
   o.ring = ring;
+  o.tx_on_post = tx_on_post;
   o.caps.sq_depth = 256;
   o.caps.rq_depth = 256;
   o.tuning.max_unacked_psns = 512;

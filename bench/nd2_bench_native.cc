@@ -102,7 +102,17 @@ void NativePingPongFigure(benchmark::State& st) {
   if (m.items > 0) {
     Figures::Record("native_rtt", m.secs / m.items, m.secs);
     Figures::Ratio(st, "x_tcp", m.secs / m.items, "tcp_rtt");
+    // Against the same loop with every Send waiting for its engine's pass.
+    Figures::Ratio(st, "x_at_poll", m.secs / m.items, "native_rtt_at_poll");
   }
+}
+
+// The same with EngineOptions::tx_on_post off: the baseline of x_at_poll.
+void NativePingPongAtPoll(benchmark::State& st) {
+  auto t = OpenNative("nd2b_nat_pp0", false);
+  if (!t) return st.SkipWithError("setup failed");
+  const Measured m = NativeSendPingPong(st, *t);
+  if (m.items > 0) Figures::Record("native_rtt_at_poll", m.secs / m.items, m.secs);
 }
 
 }  // namespace
@@ -119,6 +129,7 @@ void RegisterBaselines() {
   benchmark::RegisterBenchmark("Icrc", [](benchmark::State& st) { Crc(st, true); })->Arg(64)->Arg(1024)->Arg(4096);
   benchmark::RegisterBenchmark("Base/KernelTcpLoopbackPingPong", TcpBaseline)->UseRealTime();
   benchmark::RegisterBenchmark("Native/Write", NativeWriteFigure)->Arg(8)->Arg(65536)->UseRealTime();
+  benchmark::RegisterBenchmark("Base/SendPingPongAtPoll", NativePingPongAtPoll)->UseRealTime();
   benchmark::RegisterBenchmark("Native/SendPingPong", NativePingPongFigure)->UseRealTime();
 }
 

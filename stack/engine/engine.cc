@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("tx_nomem", c.tx_nomem);
     d.Add("tx_oversize", c.tx_oversize);
     d.Add("tx_zero_copy", c.tx_zero_copy);
+    d.Add("tx_on_post", c.tx_on_post);
     d.Add("tx_zc_revoked", c.tx_zc_revoked);
     d.Add("rx_zc_revoked", c.rx_zc_revoked);
     // Read without the engine lock: DestroyQp holds it while unregistering
@@ -508,6 +509,7 @@ void Engine::RemovePostSource(PostSource* s) {
 
 size_t Engine::Poll() {
   absl::MutexLock l(&mu_);
+  in_poll_ = true;  // a post from inside the pass (a callback, a drained ring) waits for its RC turn
   counters_.polls++;
   size_t drained = 0;
   for (PostSource* s : post_sources_) drained += s->DrainPosts();
@@ -534,7 +536,21 @@ size_t Engine::Poll() {
   if (cm_due && cm_due <= now) cm_->Poll(now);
   if (on_poll) on_poll(now);
   FlushTx();
+  in_poll_ = false;
   return n + sent + looped + drained;
+}
+
+void Engine::Doorbell(rc::QueuePair& qp, bool idle) {
+  if (!idle || !opts_.tx_on_post || in_poll_ || running()) {
+    Kick();
+    return;
+  }
+  // Inline mode, from the posting thread under mu_ (PostSend's contract),
+  // outside any pass: nothing else is touching the device or the TX queue.
+  mu_.AssertHeld();
+  if (rc_->TransmitNow(qp, NowNs()) == 0) return;
+  counters_.tx_on_post++;
+  FlushTx();
 }
 
 // ---- dedicated mode ----------------------------------------------------------------------

@@ -74,6 +74,12 @@ struct EngineOptions {
   // (port/zerocopy.h): nothing reads it after DeregisterRegion returns.
   uint32_t zero_copy_min = 1024;
   uint32_t zero_copy_frames = 4096;  // zero-copy frames in flight at most (then: copied)
+  // Inline mode (no dedicated thread): a request posted to a queue pair with
+  // nothing else unsent or unacknowledged is sent from within PostSend (the
+  // doorbell), not on the next Poll: a round trip then needs no pass on the
+  // sending side. Streams (posts behind unacknowledged ones) still go out in
+  // bursts from Poll. false: every request waits for Poll.
+  bool tx_on_post = true;
 };
 
 struct EngineCounters {
@@ -85,6 +91,7 @@ struct EngineCounters {
   uint64_t tx_zc_revoked = 0;   // zero-copy frames dropped before the device: memory deregistered
   uint64_t rx_zc_revoked = 0;   // zero-copy frames (of an in-process sender) dropped unread: revoked
   uint64_t polls = 0;
+  uint64_t tx_on_post = 0;  // posts whose packets went out from the doorbell (tx_on_post)
 };
 
 class Engine : public rc::PacketSink {
@@ -114,7 +121,9 @@ class Engine : public rc::PacketSink {
   // Work was posted from outside the engine's thread (dedicated mode): end
   // an idle nap now. Cheap; any thread, with or without mu().
   void Kick();
-  void Doorbell() override { Kick(); }
+  // PostSend's notice (called with mu() held): Kick(), or in inline mode
+  // for an idle queue pair (EngineOptions::tx_on_post) its packets now.
+  void Doorbell(rc::QueuePair& qp, bool idle) override;
   bool running() const { return running_.load(); }
 
   // Monotonic nanoseconds (TSC).
@@ -186,6 +195,7 @@ class Engine : public rc::PacketSink {
   std::deque<std::vector<uint8_t>> loopback_;
   std::vector<PostSource*> post_sources_ ABSL_GUARDED_BY(mu_);
   EngineCounters counters_;
+  bool in_poll_ = false;  // inside Poll (with mu_): the doorbell does not transmit
   double ns_per_cycle_ = 1;
   uint64_t tsc0_ = 0;
   std::atomic<bool> running_{false}, stop_{false};

@@ -161,6 +161,13 @@ uint64_t RcDevice::NextDeadline() {
   return 0;
 }
 
+size_t RcDevice::TransmitNow(QueuePair& qp, uint64_t now) {
+  AdvanceTime(now);
+  // PollTx caps the turn at tuning().max_tx_per_poll; the QP stays on the
+  // active list (PostSend put it there), so Poll gives it the rest.
+  return qp.PollTx(now, SIZE_MAX);
+}
+
 size_t RcDevice::Poll(uint64_t now, size_t budget) {
   AdvanceTime(now);
   // Timers first.

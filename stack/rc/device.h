@@ -92,9 +92,13 @@ class RcDevice {
   void MarkActive(QueuePair* qp);
   void TimerChanged(QueuePair* qp);
   bool Transmit(const TxPacket& pkt, uint64_t now);
-  void Doorbell() {
-    if (sink_) sink_->Doorbell();
+  void Doorbell(QueuePair& qp, bool idle) {
+    if (sink_) sink_->Doorbell(qp, idle);
   }
+  // A transmit turn for `qp` now, outside Poll (what a sink's Doorbell does
+  // for an idle post): hold the device's lock, and never call it from inside
+  // Poll or OnFrame/OnPacket. Returns packets sent.
+  size_t TransmitNow(QueuePair& qp, uint64_t now);
   void Event(uint32_t qpn, const char* e, uint64_t a, uint64_t b) {
     if (cfg_.event_hook) cfg_.event_hook(qpn, e, a, b);
   }

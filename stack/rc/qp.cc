@@ -306,6 +306,9 @@ PostResult QueuePair::PostSend(const SendWr& wr) {
     if (wr.op == WrOp::kRead) return PostResult::kInvalidParameter;
     if (total > caps_.max_inline) return PostResult::kInlineTooLarge;
   }
+  // Everything before this request sent and acknowledged (the doorbell may
+  // send it at once). Local operations (Bind, Invalidate) wait for Poll.
+  const bool idle = !local && ack_scan_ == sq_tail_ && rereq_.empty();
   const size_t slot = sq_tail_ & sq_mask_;
   SendWqe& w = sq_[slot];
   static_assert(std::is_trivially_destructible_v<SendWqe>);
@@ -338,7 +341,7 @@ PostResult QueuePair::PostSend(const SendWr& wr) {
   }
   if (state_ == QpState::kRts) {
     dev_->MarkActive(this);
-    dev_->Doorbell();
+    dev_->Doorbell(*this, idle);
   }
   return PostResult::kOk;
 }

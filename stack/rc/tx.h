@@ -19,6 +19,8 @@
 
 namespace roce::rc {
 
+class QueuePair;
+
 // A payload piece. Trivial: the gather array of a TxPacket is not zeroed
 // when the packet is declared (only pieces [0, nseg) are ever read).
 using Segment = wire::Gather;
@@ -43,10 +45,16 @@ class PacketSink {
   virtual ~PacketSink() = default;
   // Takes the packet or returns false (no room now: the QP retries later).
   virtual bool Transmit(const TxPacket& pkt, uint64_t now) = 0;
-  // A work request was posted (from any thread, with the device's lock held):
-  // whatever runs Poll() should run it soon (an engine napping while idle
-  // wakes up).
-  virtual void Doorbell() {}
+  // A work request was posted to `qp` (from any thread, with the device's
+  // lock held): whatever runs Poll() should run it soon (an engine napping
+  // while idle wakes up). `idle`: before it, everything `qp` had posted was
+  // sent and acknowledged — a latency-bound request, which a sink that polls
+  // inline may send at once (RcDevice::TransmitNow), as a hardware NIC sends
+  // on its doorbell, instead of on the next pass.
+  virtual void Doorbell(QueuePair& qp, bool idle) {
+    (void)qp;
+    (void)idle;
+  }
 };
 
 // Bytes of the frame `pkt` serializes to.

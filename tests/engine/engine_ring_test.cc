@@ -422,6 +422,87 @@ TEST_F(EngineRing, ConnectionManagerInlineAndDedicated) {
   EXPECT_EQ(h(1).eng->cm().counters.established, 2u);
 }
 
+// Inline mode: a request posted to a queue pair with nothing unsent or
+// unacknowledged goes on the wire from PostSend (the doorbell), before the
+// sender's engine polls; one posted behind an unacknowledged request waits for
+// the sender's next pass (streams go out in bursts). tx_on_post = false: every
+// request waits for a pass.
+TEST_F(EngineRing, IdleRequestLeavesAtThePost) {
+  for (const bool on : {true, false}) {
+    SCOPED_TRACE(on ? "tx_on_post" : "no tx_on_post");
+    tools::TwoStacksOptions o = Options(on ? "eng_post_on" : "eng_post_off");
+    o.tx_on_post = on;
+    ASSERT_NO_FATAL_FAILURE(Open(o));
+    std::vector<uint8_t> recv(64, 0);
+    const mem::RegionInfo rr = Reg(h(1), recv, mem::kLocalWrite);
+    for (uint32_t i = 0; i < 4; i++) {
+      Sge s{reinterpret_cast<uint64_t>(recv.data() + 16 * i), 16, rr.local_token};
+      ASSERT_EQ(PostRecv(h(1), rc::RecvWr{100 + i, &s, 1}), rc::PostResult::kOk);
+    }
+    uint8_t msg[4][8];
+    auto send = [&](uint32_t i) {
+      for (uint32_t k = 0; k < 8; k++) msg[i][k] = static_cast<uint8_t>(0x40 + 8 * i + k);
+      Sge s{reinterpret_cast<uint64_t>(msg[i]), 8, 0};
+      rc::SendWr w;
+      w.context = i;
+      w.op = WrOp::kSend;
+      w.sge = &s;
+      w.num_sge = 1;
+      w.flags = rc::kInline;
+      ASSERT_EQ(Post(h(0), w), rc::PostResult::kOk);
+    };
+    // Polls only b's engine a few passes; returns b's receive completions.
+    auto poll_b = [&] {
+      std::vector<Completion> got;
+      for (int k = 0; k < 4; k++) {
+        h(1).eng->Poll();
+        Completion c[4];
+        const uint32_t n = h(1).rcq->Poll(c, 4);
+        got.insert(got.end(), c, c + n);
+      }
+      return got;
+    };
+    const uint64_t polls_a = h(0).eng->counters().polls;
+    ASSERT_NO_FATAL_FAILURE(send(0));
+    std::vector<Completion> got = poll_b();
+    if (on) {
+      ASSERT_EQ(got.size(), 1u) << "the Send to an idle QP did not leave at the post";
+      EXPECT_EQ(got[0].request_context, 100u);
+      EXPECT_EQ(got[0].bytes, 8u);
+      EXPECT_EQ(std::memcmp(recv.data(), msg[0], 8), 0);
+      EXPECT_EQ(h(0).eng->counters().tx_on_post, 1u);
+    } else {
+      EXPECT_TRUE(got.empty()) << "a Send left without a pass of its engine";
+      EXPECT_EQ(h(0).eng->counters().tx_on_post, 0u);
+    }
+    EXPECT_EQ(h(0).eng->counters().polls, polls_a) << "side a was polled";
+    // Two more behind the first, unacknowledged (a has not read b's ACK):
+    // they wait for a's pass.
+    ASSERT_NO_FATAL_FAILURE(send(1));
+    ASSERT_NO_FATAL_FAILURE(send(2));
+    EXPECT_EQ(poll_b().size(), 0u) << "a request behind an unacknowledged one left at the post";
+    std::vector<Completion> sc = WaitFor(*h(0).scq, 3);
+    ASSERT_EQ(sc.size(), 3u);
+    for (uint32_t i = 0; i < 3; i++) {
+      EXPECT_EQ(sc[i].status, Status::kSuccess);
+      EXPECT_EQ(sc[i].request_context, i);
+    }
+    std::vector<Completion> rc = WaitFor(*h(1).rcq, on ? 2 : 3);
+    ASSERT_EQ(rc.size(), on ? 2u : 3u);
+    // Everything acknowledged: the next one is idle again.
+    ASSERT_NO_FATAL_FAILURE(send(3));
+    got = poll_b();
+    EXPECT_EQ(got.size(), on ? 1u : 0u);
+    if (!on) got = WaitFor(*h(1).rcq, 1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].request_context, 103u);
+    for (uint32_t i = 0; i < 4; i++) EXPECT_EQ(std::memcmp(recv.data() + 16 * i, msg[i], 8), 0) << i;
+    EXPECT_EQ(h(0).eng->counters().tx_on_post, on ? 2u : 0u);
+    ts_->Deregister(h(1), rr);
+    ts_.reset();
+  }
+}
+
 TEST_F(EngineRing, DedicatedPollingThread) {
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_thread")));
   ASSERT_TRUE(h(1).eng->Start().ok());

@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<TwoStacks>> TwoStacks::Open(const TwoStacksOption
     if (o.mem_seed) eo.rc.mem_seed = o.mem_seed + i;
     eo.arp_retry_ns = 20'000'000;
     eo.zero_copy_min = o.zero_copy_min;
+    eo.tx_on_post = o.tx_on_post;
     auto h = OpenStackHost(p, eo);
     if (!h.ok()) return h.status();
     static_cast<StackHost&>(t->s_[i]) = std::move(*h);

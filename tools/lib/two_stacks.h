@@ -37,6 +37,8 @@ struct TwoStacksOptions {
   uint32_t max_qps = 0;
   // EngineOptions::zero_copy_min of both engines (0: payload always copied).
   uint32_t zero_copy_min = engine::EngineOptions{}.zero_copy_min;
+  // EngineOptions::tx_on_post of both engines.
+  bool tx_on_post = engine::EngineOptions{}.tx_on_post;
 };
 
 class TwoStacks {

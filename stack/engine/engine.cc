@@ -518,7 +518,7 @@ size_t Engine::Poll() {
   const uint16_t burst = std::min<uint16_t>(opts_.burst, 64);
   const uint16_t n = port_->RxBurst(opts_.queue, pkts, burst);
   for (uint16_t i = 0; i < n; i++) HandleRx(pkts[i], now);
-  if (n) rte_pktmbuf_free_bulk(pkts, n);  // one trip to the mempool for the burst
+  port::FreeReceived(pkts, n);  // one trip to the mempool for the burst
   size_t looped = 0;
   if (!loopback_.empty()) {
     std::deque<std::vector<uint8_t>> frames;

@@ -55,6 +55,25 @@ bool AppendSegment(rte_mbuf* head, rte_mbuf* seg);
 // allocates segments from `pool`. On failure the frame is unchanged.
 bool AppendCopy(rte_mbuf* head, rte_mempool* pool, ByteSpan data);
 
+// Frees n received frames. When all are plain (direct, one segment, not
+// shared) and of one pool — every small frame of a ring or NIC — they go
+// back with one inline rte_mempool_put_bulk (the lcore's cache); otherwise
+// rte_pktmbuf_free_bulk, which handles chains, attached and shared mbufs.
+// rte_pktmbuf_free_bulk of one frame costs ~110 instructions, this ~30.
+inline void FreeReceived(rte_mbuf** pkts, uint16_t n) {
+  if (n == 0) return;
+  rte_mempool* const pool = pkts[0]->pool;
+  for (uint16_t i = 0; i < n; i++) {
+    const rte_mbuf* m = pkts[i];
+    if (unlikely(m->pool != pool || m->nb_segs != 1 || m->next != nullptr || !RTE_MBUF_DIRECT(m) ||
+                 rte_mbuf_refcnt_read(m) != 1)) {
+      rte_pktmbuf_free_bulk(pkts, n);
+      return;
+    }
+  }
+  rte_mempool_put_bulk(pool, reinterpret_cast<void* const*>(pkts), n);
+}
+
 // Writes `data` at byte offset `off` of the frame (across segments). False if
 // the frame is too short.
 bool WriteAt(rte_mbuf* m, uint32_t off, ByteSpan data);

@@ -381,6 +381,62 @@ TEST(Mbuf, AllocationFailsCleanlyWhenThePoolRunsDry) {
   EXPECT_EQ(rte_mempool_in_use_count(pool), 0u);
 }
 
+// FreeReceived: plain frames of one pool go back in one put; a burst with a
+// chain, a shared frame, an attached clone or a second pool's frame is freed
+// the general way. Either way each buffer is back exactly when its last user
+// lets go.
+TEST(Mbuf, FreeReceivedReturnsEveryKindOfFrame) {
+  PortProfile prof = RingProfile();
+  prof.mbuf_cache = 0;  // every put lands in the pool's ring: counts are exact
+  Pair p = OpenPair(prof);
+  ASSERT_TRUE(p.a);
+  rte_mempool* pool = p.a->pool();
+  rte_mempool* other = rte_pktmbuf_pool_create("free_rx_other", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(other, nullptr) << rte_strerror(rte_errno);
+  const unsigned base = rte_mempool_in_use_count(pool), base_other = rte_mempool_in_use_count(other);
+  // Plain frames.
+  rte_mbuf* burst[8];
+  for (rte_mbuf*& m : burst) {
+    m = AllocFrame(pool, 64);
+    ASSERT_NE(m, nullptr);
+  }
+  EXPECT_EQ(rte_mempool_in_use_count(pool), base + 8);
+  FreeReceived(burst, 8);
+  EXPECT_EQ(rte_mempool_in_use_count(pool), base);
+  FreeReceived(burst, 0);  // nothing to free
+  EXPECT_EQ(rte_mempool_in_use_count(pool), base);
+  // A mixed burst: a plain frame, a 3-segment chain, a frame shared (refcnt 2),
+  // an attached clone of a plain frame, and a frame of another pool.
+  rte_mbuf* plain = AllocFrame(pool, 64);
+  rte_mbuf* chain = AllocFrame(pool, 5000);
+  rte_mbuf* shared = AllocFrame(pool, 64);
+  rte_mbuf* parent = AllocFrame(pool, 64);
+  rte_mbuf* foreign = AllocFrame(other, 64);
+  ASSERT_TRUE(plain && chain && shared && parent && foreign);
+  ASSERT_EQ(chain->nb_segs, 3);
+  rte_mbuf_refcnt_update(shared, 1);
+  rte_mbuf* clone = rte_pktmbuf_clone(parent, pool);  // attached: parent's refcnt 2
+  ASSERT_NE(clone, nullptr);
+  EXPECT_EQ(rte_mempool_in_use_count(pool), base + 1 + 3 + 1 + 1 + 1);
+  rte_mbuf* mixed[] = {plain, chain, shared, clone, foreign};
+  FreeReceived(mixed, 5);
+  // Left: `shared` (one reference) and `parent` (its own reference).
+  EXPECT_EQ(rte_mempool_in_use_count(pool), base + 2);
+  EXPECT_EQ(rte_mempool_in_use_count(other), base_other);
+  EXPECT_EQ(rte_mbuf_refcnt_read(shared), 1);
+  EXPECT_EQ(rte_mbuf_refcnt_read(parent), 1);
+  rte_mbuf* rest[] = {shared, parent};
+  FreeReceived(rest, 2);
+  EXPECT_EQ(rte_mempool_in_use_count(pool), base);
+  // Plain frames of two pools: each goes back to its own.
+  rte_mbuf* two[] = {AllocFrame(pool, 64), AllocFrame(other, 64), AllocFrame(pool, 64)};
+  ASSERT_TRUE(two[0] && two[1] && two[2]);
+  FreeReceived(two, 3);
+  EXPECT_EQ(rte_mempool_in_use_count(pool), base);
+  EXPECT_EQ(rte_mempool_in_use_count(other), base_other);
+  rte_mempool_free(other);
+}
+
 // ---- telemetry ----------------------------------------------------------------
 
 // Connects to this process's telemetry socket (several DPDK processes may

@@ -123,6 +123,61 @@ inline Measured NativeSendPingPong(benchmark::State& st, tools::TwoStacks& t) {
   return {secs, static_cast<double>(st.iterations())};
 }
 
+// Sparse traffic to a dedicated engine: one 8 B Send a -> b every `gap_us`,
+// b's engine on its own thread (which naps after EngineOptions::idle_spin_ns
+// without work), a's polled here. One iteration: the time from the post until
+// this thread, polling b's receive queue, sees the completion. keep_awake:
+// the polling calls b's Engine::KeepAwake (as ND2's GetResults does for a
+// thread adapter); otherwise the packet waits for b's nap to end.
+inline Measured SparseSendToDedicated(benchmark::State& st, tools::TwoStacks& t, bool keep_awake,
+                                      uint32_t gap_us = 1000) {
+  uint8_t buf[2][8] = {};
+  mem::RegionInfo r[2] = {t.Register(t.a(), buf[0], 8, 0), t.Register(t.b(), buf[1], 8, mem::kLocalWrite)};
+  auto post_recv = [&] {
+    rc::Sge s{reinterpret_cast<uint64_t>(buf[1]), 8, r[1].local_token};
+    t.PostRecv(t.b(), rc::RecvWr{1, &s, 1});
+  };
+  for (int k = 0; k < 16; k++) post_recv();
+  if (!t.b().eng->Start().ok()) {
+    st.SkipWithError("b's engine thread did not start");
+    return {};
+  }
+  rc::Completion c[8];
+  double busy = 0;
+  uint64_t lost = 0;
+  for (auto _ : st) {
+    st.PauseTiming();
+    const auto idle_until = std::chrono::steady_clock::now() + std::chrono::microseconds(gap_us);
+    while (std::chrono::steady_clock::now() < idle_until) {
+      t.a().eng->Poll();  // a takes b's ACKs; b is left alone (it naps)
+      if (keep_awake) t.b().eng->KeepAwake();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    st.ResumeTiming();
+    const auto t0 = std::chrono::steady_clock::now();
+    rc::Sge s{reinterpret_cast<uint64_t>(buf[0]), 8, r[0].local_token};
+    rc::SendWr w;
+    w.op = rc::WrOp::kSend;
+    w.sge = &s;
+    w.num_sge = 1;
+    w.flags = rc::kInline | rc::kSilentSuccess;
+    t.Post(t.a(), w);
+    const auto give_up = t0 + std::chrono::seconds(1);
+    uint32_t got = 0;
+    while ((got = t.b().rcq->Poll(c, 8)) == 0 && std::chrono::steady_clock::now() < give_up) {
+      t.a().eng->Poll();
+      if (keep_awake) t.b().eng->KeepAwake();
+    }
+    busy += SecondsSince(t0);
+    if (got == 0) lost++;
+    post_recv();
+  }
+  t.b().eng->Stop();
+  if (lost) st.SkipWithError("a Send was not received within 1 s");
+  st.SetItemsProcessed(st.iterations());
+  return {busy, static_cast<double>(st.iterations())};
+}
+
 // Raw rte_eth_tx_burst / rx_burst of 64 B frames, burst 32 (the engine's),
 // over a ring pair: a -> b in this thread, or (cross_core) transmitted by this
 // thread and received by another one — the packet rate the ring allows.

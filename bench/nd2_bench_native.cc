@@ -115,6 +115,19 @@ void NativePingPongAtPoll(benchmark::State& st) {
   if (m.items > 0) Figures::Record("native_rtt_at_poll", m.secs / m.items, m.secs);
 }
 
+// One-way latency of a Send every 1 ms to a dedicated engine that naps when
+// idle: the receiver's poll keeps it awake (x_nap: over the same loop
+// without, the baseline Base/SparseSend/nap).
+void SparseSend(benchmark::State& st, bool keep_awake) {
+  auto t = OpenNative(keep_awake ? "nd2b_spk" : "nd2b_spn");
+  if (!t) return st.SkipWithError("setup failed");
+  const Measured m = SparseSendToDedicated(st, *t, keep_awake);
+  if (m.items <= 0) return;
+  st.counters["us"] = m.secs / m.items * 1e6;
+  if (!keep_awake) Figures::Record("sparse_send_nap", m.secs / m.items, m.secs);
+  else Figures::Ratio(st, "x_nap", m.secs / m.items, "sparse_send_nap");
+}
+
 }  // namespace
 
 // In this order: each figure after its baselines.
@@ -131,6 +144,10 @@ void RegisterBaselines() {
   benchmark::RegisterBenchmark("Native/Write", NativeWriteFigure)->Arg(8)->Arg(65536)->UseRealTime();
   benchmark::RegisterBenchmark("Base/SendPingPongAtPoll", NativePingPongAtPoll)->UseRealTime();
   benchmark::RegisterBenchmark("Native/SendPingPong", NativePingPongFigure)->UseRealTime();
+  benchmark::RegisterBenchmark("Base/SparseSend/nap", [](benchmark::State& st) { SparseSend(st, false); })
+      ->Iterations(300);
+  benchmark::RegisterBenchmark("Native/SparseSend/keep_awake", [](benchmark::State& st) { SparseSend(st, true); })
+      ->Iterations(300);
 }
 
 }  // namespace roce::bench

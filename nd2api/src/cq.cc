@@ -176,6 +176,7 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
       else carry_.push_back(r);
     }
   }
+  if (got == 0) adapter_->KeepAwake();
   return got;
 }
 

@@ -218,6 +218,11 @@ class Adapter final : public IND2Adapter {
   void Kick() {
     if (cfg_.progress_thread) eng().Kick();
   }
+  // GetResults found nothing: a progress thread keeps spinning while the
+  // application polls (it naps only once polling stops: waits, idle).
+  void KeepAwake() {
+    if (cfg_.progress_thread) eng().KeepAwake();
+  }
   // The overlapped file for a HANDLE of this process (null if not one).
   static std::shared_ptr<OverlappedFile> FileOf(HANDLE h);
 

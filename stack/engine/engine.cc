@@ -79,6 +79,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("tx_oversize", c.tx_oversize);
     d.Add("tx_zero_copy", c.tx_zero_copy);
     d.Add("tx_on_post", c.tx_on_post);
+    d.Add("naps", self->naps());
     d.Add("tx_zc_revoked", c.tx_zc_revoked);
     d.Add("rx_zc_revoked", c.rx_zc_revoked);
     // Read without the engine lock: DestroyQp holds it while unregistering
@@ -576,10 +577,11 @@ void Engine::Loop() {
     nap = nap ? std::min(nap * 2, opts_.idle_sleep_max_ns) : 1000;
     absl::MutexLock l(&nap_mu_);
     napping_.store(true);  // then kicked_ is read: Kick() sees one or the other
-    if (!kicked_.exchange(false) && !stop_.load())
+    if (!kicked_.exchange(false) && !stop_.load()) {
       nap_cv_.WaitWithTimeout(&nap_mu_, absl::Nanoseconds(static_cast<int64_t>(nap)));
+      naps_.fetch_add(1, std::memory_order_relaxed);
+    }
     napping_.store(false);
-    naps_++;
   }
 }
 

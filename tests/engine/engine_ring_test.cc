@@ -5,8 +5,11 @@
 // recovery, and the dedicated polling thread.
 #include <sys/mman.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -501,6 +504,36 @@ TEST_F(EngineRing, IdleRequestLeavesAtThePost) {
     ts_->Deregister(h(1), rr);
     ts_.reset();
   }
+}
+
+// A dedicated engine with nothing to do naps (up to idle_sleep_max_ns at a
+// time: a packet arriving meanwhile waits for the nap to end). While a thread
+// polls for its completions and says so (KeepAwake, as ND2's GetResults does
+// on an empty result), it does not nap; once that stops, it naps again. The
+// bound is loose (a polling thread descheduled on a busy machine lets a few
+// naps through); a lost KeepAwake would let about as many as idle.
+TEST_F(EngineRing, KeepAwakeHoldsOffNaps) {
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_awake")));
+  engine::Engine& e = *h(1).eng;
+  ASSERT_TRUE(e.Start().ok());
+  auto naps_over = [&](bool keep_awake) {
+    const uint64_t n0 = e.naps();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (std::chrono::steady_clock::now() < until) {
+      if (keep_awake) e.KeepAwake();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    return e.naps() - n0;
+  };
+  const uint64_t idle = naps_over(false);
+  const uint64_t awake = naps_over(true);
+  const uint64_t idle_again = naps_over(false);
+  e.Stop();
+  std::printf("naps in 200 ms: idle %llu, kept awake %llu, idle again %llu\n", static_cast<unsigned long long>(idle),
+              static_cast<unsigned long long>(awake), static_cast<unsigned long long>(idle_again));
+  EXPECT_GE(idle, 20u);  // naps of at most 1 ms (idle_sleep_max_ns) for 200 ms
+  EXPECT_GE(idle_again, 20u);
+  EXPECT_LT(awake * 4, idle) << "naps taken while a thread kept the engine awake";
 }
 
 TEST_F(EngineRing, DedicatedPollingThread) {

@@ -73,6 +73,46 @@ TEST(Nd2Idle, ProgressThreadAdapterNaps) {
   unlink(cfg.c_str());
 }
 
+// The other side of napping: while the application polls GetResults (here
+// every 100 us, on an empty queue), a progress thread does not nap — a packet
+// arriving is handled at once, not after a nap of up to 1 ms — so the
+// process uses about a core (the spinning thread) instead of a few percent.
+// Once polling stops it naps again (the first test's figure).
+TEST(Nd2Idle, ProgressThreadSpinsWhileTheApplicationPolls) {
+  const std::string cfg = WriteConfig("thread");
+  setenv("ND2_CONFIG", cfg.c_str(), 1);
+  ASSERT_EQ(NdStartup(), ND_SUCCESS);
+  sockaddr_in a = Addr("10.0.1.1", 0);
+  IND2Adapter* adapter = nullptr;
+  ASSERT_EQ(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr*>(&a), sizeof a,
+                          reinterpret_cast<void**>(&adapter)),
+            ND_SUCCESS);
+  HANDLE file = nullptr;
+  ASSERT_EQ(adapter->CreateOverlappedFile(&file), ND_SUCCESS);
+  IND2CompletionQueue* cq = nullptr;
+  ASSERT_EQ(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0, reinterpret_cast<void**>(&cq)),
+            ND_SUCCESS);
+  const double polling = CpuShare(1.0, [cq](double s) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
+    ND2_RESULT r;
+    while (std::chrono::steady_clock::now() < until) {
+      EXPECT_EQ(cq->GetResults(&r, 1), 0u);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  });
+  const double after =
+      CpuShare(1.0, [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); });
+  std::printf("progress thread, application polling every 100 us: %.2f%% of a core; then idle: %.2f%%\n",
+              polling * 100, after * 100);
+  EXPECT_GT(polling, 0.3) << "the progress thread napped while the application polled";
+  EXPECT_LT(after, 0.05);
+  cq->Release();
+  CloseHandle(file);
+  adapter->Release();
+  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
+  unlink(cfg.c_str());
+}
+
 // Inline progress: a thread blocked in GetOverlappedResult drives the engine;
 // with nothing arriving it naps. After the idle time a loopback connection
 // and a Send still complete (the nap ends, nothing is lost).

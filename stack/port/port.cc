@@ -553,6 +553,19 @@ uint16_t Port::RxSlow(RxQueue& rq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
 
 uint16_t Port::TxBurst(uint16_t q, rte_mbuf** pkts, uint16_t n) {
   TxQueue& tq = txq_[q];
+  // The usual burst (no backlog, no fault injection, every frame fit to send
+  // as it is) goes to Submit without TxChunk's copy of the list.
+  if (likely(n > 0 && n <= kMaxBurst && tq.count == 0 && !tq.faults.active())) {
+    uint32_t lens[kMaxBurst];
+    const bool multiseg = offloads_.tx_multiseg;
+    uint16_t i = 0;
+    for (; i < n; i++) {
+      const rte_mbuf* m = pkts[i];
+      lens[i] = m->pkt_len;
+      if (unlikely(lens[i] > max_frame_len_ || (m->nb_segs > 1 && (!multiseg || m->nb_segs > max_tx_segs_)))) break;
+    }
+    if (likely(i == n)) return Submit(tq, q, pkts, lens, n);
+  }
   if (n == 0) return TxChunk(tq, q, pkts, 0);
   uint16_t accepted = 0;
   while (n > 0) {

@@ -414,13 +414,17 @@ size_t QueuePair::PollTx(uint64_t now, size_t budget) {
 }
 
 uint64_t QueuePair::Deadline() const {
-  uint64_t d = 0;
+  // 0 (unset) as the largest value, so the earliest is a plain minimum
+  // (branch-free: this runs after every packet that arms or moves a timer).
+  const auto key = [](uint64_t t) { return t - 1; };  // 0 wraps to UINT64_MAX
   const uint64_t repair = repair_ == Repair::kWait || repair_ == Repair::kHold || repair_ == Repair::kGoBackWait
                               ? repair_at_
                               : 0;
-  for (uint64_t t : {retrans_deadline_, rnr_deadline_, repair, hole_deadline_, read_hold_at_})
-    if (t && (!d || t < d)) d = t;
-  return d;
+  uint64_t m = std::min(key(retrans_deadline_), key(rnr_deadline_));
+  m = std::min(m, key(repair));
+  m = std::min(m, key(hole_deadline_));
+  m = std::min(m, key(read_hold_at_));
+  return m + 1;  // UINT64_MAX (none set) wraps back to 0
 }
 
 void QueuePair::OnTimer(uint64_t now) {

@@ -73,6 +73,22 @@ with tempfile.TemporaryDirectory() as tmp:
     nanrow = lat[:k] + [lat[k].replace(lat[k].split()[6], "-nan", 1)] + lat[k + 1:]
     rc, out, err = run("--check", write("nan.txt", "\n".join(nanrow) + "\n"))
     expect(rc == 0 and "t_stdev=nan" in out, f"perftest's -nan for a t_stdev is accepted ({err.strip()})")
+    # perftest's table when its clock calibration failed ('Correlation coefficient r^2: 0.886 <
+    # 0.9' on a loaded TCG guest: every time inf, t_stdev -nan; the row as a guest printed it):
+    # rejected, unless --uncalibrated-ok, which still checks its size and iterations.
+    pt = open(PT_LAT).read().splitlines()
+    j = next(n for n, l in enumerate(pt) if l.lstrip().startswith("64 "))
+    inf_row = " 64      100          inf            inf          inf      \t       inf         \t-nan   \t\tinf     \t\tinf     "
+    uncal = write("uncal.txt", "\n".join(pt[:j] + [inf_row] + pt[j + 1:]) + "\n")
+    rc, out, err = run("--check", "--rows", "1", "--size", "64", "--iters", "100", uncal)
+    expect(rc == 1 and "not a number" in err, f"a latency row of inf times fails by default ({err.strip()})")
+    rc, out, err = run("--check", "--uncalibrated-ok", "--rows", "1", "--size", "64", "--iters", "100", uncal)
+    expect(rc == 0 and "clock calibration failed" in out, f"--uncalibrated-ok accepts it ({err.strip()})")
+    rc, out, err = run("--check", "--uncalibrated-ok", "--iters", "5", uncal)
+    expect(rc == 1 and "expected 5" in err, "--uncalibrated-ok still checks the iterations")
+    half = inf_row.replace("inf", "12.5", 1)  # t_min measured, the rest not: not a calibration failure
+    rc, out, err = run("--check", "--uncalibrated-ok", write("half.txt", "\n".join(pt[:j] + [half] + pt[j + 1:]) + "\n"))
+    expect(rc == 1, "--uncalibrated-ok rejects a row with some times inf and others measured")
     w = lines[i].split()
     zero = lines[:i] + [" ".join(w[:3] + ["0.00", "0.000000"])] + lines[i + 1:]
     rc, out, err = run("--check", write("zero.txt", "\n".join(zero) + "\n"))

@@ -173,6 +173,8 @@ inline Measured SparseSendToDedicated(benchmark::State& st, tools::TwoStacks& t,
     post_recv();
   }
   t.b().eng->Stop();
+  t.Deregister(t.a(), r[0]);
+  t.Deregister(t.b(), r[1]);
   if (lost) st.SkipWithError("a Send was not received within 1 s");
   st.SetItemsProcessed(st.iterations());
   return {busy, static_cast<double>(st.iterations())};

@@ -557,12 +557,10 @@ uint16_t Port::TxBurst(uint16_t q, rte_mbuf** pkts, uint16_t n) {
   // as it is) goes to Submit without TxChunk's copy of the list.
   if (likely(n > 0 && n <= kMaxBurst && tq.count == 0 && !tq.faults.active())) {
     uint32_t lens[kMaxBurst];
-    const bool multiseg = offloads_.tx_multiseg;
     uint16_t i = 0;
     for (; i < n; i++) {
-      const rte_mbuf* m = pkts[i];
-      lens[i] = m->pkt_len;
-      if (unlikely(lens[i] > max_frame_len_ || (m->nb_segs > 1 && (!multiseg || m->nb_segs > max_tx_segs_)))) break;
+      lens[i] = pkts[i]->pkt_len;
+      if (unlikely(lens[i] > max_frame_len_ || NeedsLinearCopy(pkts[i]))) break;
     }
     if (likely(i == n)) return Submit(tq, q, pkts, lens, n);
   }
@@ -581,7 +579,6 @@ uint16_t Port::TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
   rte_mbuf* work[kMaxBurst];
   uint32_t lens[kMaxBurst];
   uint16_t k = 0;
-  const bool linearize_chains = !offloads_.tx_multiseg;
   for (uint16_t i = 0; i < n; i++) {
     rte_mbuf* m = pkts[i];
     const uint32_t len = m->pkt_len;
@@ -590,7 +587,7 @@ uint16_t Port::TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
       rte_pktmbuf_free(m);
       continue;
     }
-    if (unlikely(m->nb_segs > 1 && (linearize_chains || m->nb_segs > max_tx_segs_))) {
+    if (unlikely(NeedsLinearCopy(m))) {
       rte_mbuf* c = LinearCopy(m, pool_);
       rte_pktmbuf_free(m);
       if (!c) {

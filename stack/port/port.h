@@ -145,6 +145,12 @@ class Port {
   void AccountRx(RxQueue& rq, rte_mbuf* const* pkts, uint16_t n);
   uint16_t RxSlow(RxQueue& rq, uint16_t q, rte_mbuf** pkts, uint16_t n);
   uint16_t TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n);
+  // A chain the device cannot take as it is (no multi-segment TX, or more
+  // segments than it accepts): TX copies it into one segment first. The one
+  // test for both TxBurst's fast path and TxChunk.
+  bool NeedsLinearCopy(const rte_mbuf* m) const {
+    return m->nb_segs > 1 && (!offloads_.tx_multiseg || m->nb_segs > max_tx_segs_);
+  }
   uint16_t Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, const uint32_t* lens, uint16_t n);
   void DrainBacklog(TxQueue& tq, uint16_t q);
   void FillTelemetry(TelemetryDict& d) const;

@@ -55,22 +55,46 @@ double CpuShare(double seconds, F f) {
   return (c1 - c0) / wall;
 }
 
-TEST(Nd2Idle, ProgressThreadAdapterNaps) {
-  const std::string cfg = WriteConfig("thread");
-  setenv("ND2_CONFIG", cfg.c_str(), 1);
-  ASSERT_EQ(NdStartup(), ND_SUCCESS);
-  sockaddr_in a = Addr("10.0.1.1", 0);
+// An adapter on 10.0.1.1 with `progress` ("thread" or "inline") from a
+// config file of its own, and (with_cq) an overlapped file and a 16-entry
+// completion queue. The destructor releases what it made and ends ND.
+struct Adapter {
+  std::string cfg;
   IND2Adapter* adapter = nullptr;
-  ASSERT_EQ(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr*>(&a), sizeof a,
-                          reinterpret_cast<void**>(&adapter)),
-            ND_SUCCESS);
+  HANDLE file = nullptr;
+  IND2CompletionQueue* cq = nullptr;
+
+  // ASSERTs need a void function: the constructor calls this one.
+  void Open(const char* progress, bool with_cq) {
+    cfg = WriteConfig(progress);
+    setenv("ND2_CONFIG", cfg.c_str(), 1);
+    ASSERT_EQ(NdStartup(), ND_SUCCESS);
+    sockaddr_in a = Addr("10.0.1.1", 0);
+    ASSERT_EQ(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr*>(&a), sizeof a,
+                            reinterpret_cast<void**>(&adapter)),
+              ND_SUCCESS);
+    if (!with_cq) return;
+    ASSERT_EQ(adapter->CreateOverlappedFile(&file), ND_SUCCESS);
+    ASSERT_EQ(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0, reinterpret_cast<void**>(&cq)),
+              ND_SUCCESS);
+  }
+  Adapter(const char* progress, bool with_cq) { Open(progress, with_cq); }
+  ~Adapter() {
+    if (cq) cq->Release();
+    if (file) CloseHandle(file);
+    if (adapter) adapter->Release();
+    EXPECT_EQ(NdCleanup(), ND_SUCCESS);
+    unlink(cfg.c_str());
+  }
+};
+
+TEST(Nd2Idle, ProgressThreadAdapterNaps) {
+  Adapter ad("thread", false);
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
   const double share =
       CpuShare(1.5, [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); });
   std::printf("progress thread, idle: %.2f%% of a core\n", share * 100);
   EXPECT_LT(share, 0.05);
-  adapter->Release();
-  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
-  unlink(cfg.c_str());
 }
 
 // The other side of napping: while the application polls GetResults (here
@@ -79,19 +103,9 @@ TEST(Nd2Idle, ProgressThreadAdapterNaps) {
 // process uses about a core (the spinning thread) instead of a few percent.
 // Once polling stops it naps again (the first test's figure).
 TEST(Nd2Idle, ProgressThreadSpinsWhileTheApplicationPolls) {
-  const std::string cfg = WriteConfig("thread");
-  setenv("ND2_CONFIG", cfg.c_str(), 1);
-  ASSERT_EQ(NdStartup(), ND_SUCCESS);
-  sockaddr_in a = Addr("10.0.1.1", 0);
-  IND2Adapter* adapter = nullptr;
-  ASSERT_EQ(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr*>(&a), sizeof a,
-                          reinterpret_cast<void**>(&adapter)),
-            ND_SUCCESS);
-  HANDLE file = nullptr;
-  ASSERT_EQ(adapter->CreateOverlappedFile(&file), ND_SUCCESS);
-  IND2CompletionQueue* cq = nullptr;
-  ASSERT_EQ(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0, reinterpret_cast<void**>(&cq)),
-            ND_SUCCESS);
+  Adapter ad("thread", true);
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  IND2CompletionQueue* cq = ad.cq;
   const double polling = CpuShare(1.0, [cq](double s) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(s);
     ND2_RESULT r;
@@ -106,27 +120,17 @@ TEST(Nd2Idle, ProgressThreadSpinsWhileTheApplicationPolls) {
               polling * 100, after * 100);
   EXPECT_GT(polling, 0.3) << "the progress thread napped while the application polled";
   EXPECT_LT(after, 0.05);
-  cq->Release();
-  CloseHandle(file);
-  adapter->Release();
-  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
-  unlink(cfg.c_str());
 }
 
 // Inline progress: a thread blocked in GetOverlappedResult drives the engine;
 // with nothing arriving it naps. After the idle time a loopback connection
 // and a Send still complete (the nap ends, nothing is lost).
 TEST(Nd2Idle, InlineWaiterNapsAndStillServes) {
-  const std::string cfg = WriteConfig("inline");
-  setenv("ND2_CONFIG", cfg.c_str(), 1);
-  ASSERT_EQ(NdStartup(), ND_SUCCESS);
-  sockaddr_in a = Addr("10.0.1.1", 0);
-  IND2Adapter* adapter = nullptr;
-  ASSERT_EQ(NdOpenAdapter(IID_IND2Adapter, reinterpret_cast<sockaddr*>(&a), sizeof a,
-                          reinterpret_cast<void**>(&adapter)),
-            ND_SUCCESS);
-  HANDLE file = nullptr;
-  ASSERT_EQ(adapter->CreateOverlappedFile(&file), ND_SUCCESS);
+  Adapter ad("inline", true);
+  ASSERT_FALSE(testing::Test::HasFatalFailure());
+  IND2Adapter* adapter = ad.adapter;
+  HANDLE file = ad.file;
+  IND2CompletionQueue* cq = ad.cq;
   IND2Listener* l = nullptr;
   IND2Connector* sconn = nullptr;
   ASSERT_EQ(adapter->CreateListener(IID_IND2Listener, file, reinterpret_cast<void**>(&l)), ND_SUCCESS);
@@ -147,11 +151,8 @@ TEST(Nd2Idle, InlineWaiterNapsAndStillServes) {
   EXPECT_LT(share, 0.05);
 
   // Now a client connects: the napping waiter serves it.
-  IND2CompletionQueue* cq = nullptr;
   IND2QueuePair* qp = nullptr;
   IND2Connector* cconn = nullptr;
-  ASSERT_EQ(adapter->CreateCompletionQueue(IID_IND2CompletionQueue, file, 16, 0, 0, reinterpret_cast<void**>(&cq)),
-            ND_SUCCESS);
   ASSERT_EQ(adapter->CreateQueuePair(IID_IND2QueuePair, cq, cq, nullptr, 4, 4, 1, 1, 0,
                                      reinterpret_cast<void**>(&qp)),
             ND_SUCCESS);
@@ -168,13 +169,8 @@ TEST(Nd2Idle, InlineWaiterNapsAndStillServes) {
   CloseHandle(lov.hEvent);
   cconn->Release();
   qp->Release();
-  cq->Release();
   sconn->Release();
   l->Release();
-  CloseHandle(file);
-  adapter->Release();
-  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
-  unlink(cfg.c_str());
 }
 
 }  // namespace

@@ -195,12 +195,16 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
         if (v == "on") a.selective_repair = 1;
         else if (v == "off") a.selective_repair = 0;
         else bad("selective_repair is on or off");
+      } else if (k == "send_at_post") {
+        if (v == "on") a.send_at_post = true;
+        else if (v == "off") a.send_at_post = false;
+        else bad("send_at_post is on or off");
       } else if (k.find('.') != std::string::npos) {
         a.overrides.push_back(k + "=" + v);
       } else {
         bad("unknown key (profile, iface, ip, ip6, mtu, capture, progress, cm_timeout, cm_retries, "
             "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, cm_drop_rx_dreqs, cm_drop_tx_dreqs, "
-            "burst, selective_repair, or a profile key section.key)");
+            "burst, selective_repair, send_at_post, or a profile key section.key)");
       }
       if (!err.ok()) break;
     }

@@ -36,6 +36,10 @@
 //   burst = 32                       ; frames one engine pass receives (and sends) at most
 //                                    ; (1..64); 1: a pass reads one frame, so the caller
 //                                    ; sees each frame's effect before the next is read
+//   send_at_post = on                ; inline progress: a request posted to a queue pair
+//                                    ; with nothing outstanding leaves in the post call
+//                                    ; (lowest latency); off: at the next GetResults or
+//                                    ; wait. A progress thread's adapter ignores it
 //   fault.rx_drop = 0.01             ; any other key "section.key" overrides that
 //                                    ; profile key (as rc-pingpong's --set)
 //
@@ -72,6 +76,7 @@ struct AdapterConfig {
   // Fault injection (tests): DREQs lost on receive / on send.
   uint32_t cm_drop_rx_dreqs = 0, cm_drop_tx_dreqs = 0;
   uint16_t burst = 32;  // the engine's RX/TX burst
+  bool send_at_post = true;  // EngineOptions::tx_on_post
 };
 
 struct Nd2Config {

@@ -322,6 +322,7 @@ HRESULT Provider::Startup() {
     eo.cm.drop_rx_dreqs = a.cm_drop_rx_dreqs;
     eo.cm.drop_tx_dreqs = a.cm_drop_tx_dreqs;
     eo.burst = a.burst;
+    eo.tx_on_post = a.send_at_post;
     if (a.selective_repair >= 0) eo.cm.selective_repair = a.selective_repair != 0;
     auto host = tools::OpenStackHost(profiles[i], eo);
     if (!host.ok()) {

@@ -11,10 +11,13 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <ndspi.h>
 #include <ndsupport.h>
+
+#include "nd2_connect_support.h"
 
 namespace {
 
@@ -92,6 +95,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"rnr_retry_range", kGood0 + "rnr_retry = 8\n", {"[adapter0]", "rnr_retry = 8"}},
         Bad{"selective_repair_word", kGood0 + "selective_repair = yes\n",
             {":7:", "[adapter0]", "selective_repair = yes", "on or off"}},
+        Bad{"send_at_post_word", kGood0 + "send_at_post = 1\n",
+            {":7:", "[adapter0]", "send_at_post = 1", "on or off"}},
         Bad{"ephemeral_backwards", kGood0 + "ephemeral_ports = 60000-50000\n",
             {"[adapter0]", "ephemeral_ports = 60000-50000"}},
         Bad{"bad_profile_key", kGood0 + "port.mtu = huge\n", {"[adapter0]", "port.mtu"}},
@@ -165,5 +170,63 @@ TEST(Nd2ConfigFile, GoodFileAfterBadOnesStarts) {
   unlink(bad.c_str());
   unlink(good.c_str());
 }
+
+// send_at_post: adapter0 (inline) Sends to adapter1 (its own progress
+// thread) while this thread makes no ND call at all — nothing drives
+// adapter0's engine. With the key on (also its default) the Send left in the
+// Send call: adapter1's thread receives it and completes the Notify on its
+// queue. With it off the Send waits for adapter0's next pass: the Notify stays
+// pending until a GetResults drives adapter0.
+class Nd2SendAtPost : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Nd2SendAtPost, KeyDecidesWhetherTheSendLeavesInTheCall) {
+  const std::string key = GetParam();
+  const bool at_post = key != "send_at_post = off\n";
+  const std::string path =
+      Write("send_at_post.ini",
+            kGood0 + key + "[adapter1]\n" + kRing1 + "ip = 10.0.0.2/24\nip6 = fd00::2/64\nprogress = thread\n");
+  auto [h, err] = Start(path);
+  ASSERT_EQ(h, ND_SUCCESS) << err;
+  {
+    nd2test::Side a, b;
+    ASSERT_NO_FATAL_FAILURE(a.Open("10.0.0.1"));
+    ASSERT_NO_FATAL_FAILURE(b.Open("10.0.0.2"));
+    auto l = nd2test::Listen(b, "10.0.0.2", 7300);
+    ASSERT_TRUE(l);
+    const sockaddr_in dest = nd2test::V4("10.0.0.2", 7300);
+    ASSERT_NO_FATAL_FAILURE(nd2test::Establish(a, b, l.get(), nd2test::Sa(dest), sizeof dest));
+    for (int round = 0; round < 2; round++) {
+      ASSERT_HR(b.Recv(nullptr, 0, 64), ND_SUCCESS);
+      OVERLAPPED nov{};
+      nov.hEvent = CreateEvent(nullptr, FALSE, FALSE, nullptr);
+      ASSERT_HR(b.cq->Notify(ND_CQ_NOTIFY_ANY, &nov), ND_PENDING);
+      std::memcpy(a.buf.data() + 128, "at post", 8);
+      ASSERT_HR(a.Send(nullptr, 128, 8, ND_OP_FLAG_INLINE), ND_SUCCESS);
+      // No ND call (no GetResults, no wait) until the Notify completes or 1 s passes.
+      auto pending = [&] { return __atomic_load_n(&nov.Internal, __ATOMIC_ACQUIRE) == ND_PENDING; };
+      for (int i = 0; i < 100 && pending(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      EXPECT_EQ(!pending(), at_post) << "round " << round << ": the Notify "
+                                     << (pending() ? "was still pending" : "completed");
+      // Either way the Send arrives once adapter0 is driven.
+      auto r = b.Next();
+      ASSERT_TRUE(r.has_value());
+      EXPECT_HR(r->Status, ND_SUCCESS);
+      EXPECT_EQ(std::memcmp(b.buf.data(), "at post", 8), 0);
+      auto s = a.Next();  // the Send's own completion (and its ACK): the queue pair is idle again
+      ASSERT_TRUE(s.has_value());
+      EXPECT_HR(s->Status, ND_SUCCESS);
+      EXPECT_HR(b.cq->GetOverlappedResult(&nov, TRUE), ND_SUCCESS);
+      CloseHandle(nov.hEvent);
+      std::memset(b.buf.data(), 0, 8);
+    }
+  }
+  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
+  unlink(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Keys, Nd2SendAtPost, ::testing::Values("", "send_at_post = on\n", "send_at_post = off\n"),
+                         [](const testing::TestParamInfo<const char*>& i) {
+                           return std::string(i.index == 0 ? "Default" : i.index == 1 ? "On" : "Off");
+                         });
 
 }  // namespace

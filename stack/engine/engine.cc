@@ -192,17 +192,11 @@ void Engine::SendRaw(ByteSpan frame) {
   if (tx_.size() >= opts_.burst) FlushTx();
 }
 
-rte_mbuf* Engine::TakeMbuf() {
-  if (mcache_n_ == 0) {
-    // Refilled in bulk (one pool access for a burst's worth of frames); a
-    // pool too low for a whole refill still gives what it can, one by one.
-    if (rte_pktmbuf_alloc_bulk(port_->pool(), mcache_, kMbufCache) == 0) {
-      mcache_n_ = kMbufCache;
-    } else {
-      rte_mbuf* m = rte_pktmbuf_alloc(port_->pool());
-      return m;
-    }
-  }
+rte_mbuf* Engine::RefillMbufs() {
+  // Refilled in bulk (one pool access for a burst's worth of frames); a pool
+  // too low for a whole refill still gives what it can, one by one.
+  if (rte_pktmbuf_alloc_bulk(port_->pool(), mcache_, kMbufCache) != 0) return rte_pktmbuf_alloc(port_->pool());
+  mcache_n_ = kMbufCache;
   return mcache_[--mcache_n_];
 }
 
@@ -254,12 +248,9 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
   }
   // The path's template: the queue pair's own, or one built for this packet
   // (CM datagrams).
-  FrameTemplate local;
+  std::optional<FrameTemplate> local;  // built only when needed: it is ~100 bytes to clear
   const FrameTemplate* t = pkt.tmpl;
-  if (!t) {
-    local.Build(*pkt.net);
-    t = &local;
-  }
+  if (!t) t = &local.emplace(*pkt.net);
   const uint32_t plen = pkt.payload_len;
   const size_t hlen = t->HeadersLen(pkt.bth.opcode);
   const uint8_t pad = PadFor(plen);

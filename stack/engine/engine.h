@@ -172,8 +172,10 @@ class Engine : public rc::PacketSink {
 
  private:
   explicit Engine(port::Port* port, const EngineOptions& opts);
-  // A fresh mbuf for a frame, from a cache refilled with rte_pktmbuf_alloc_bulk.
-  rte_mbuf* TakeMbuf();
+  // A fresh mbuf for a frame, from a cache refilled with rte_pktmbuf_alloc_bulk
+  // (inline: one per frame sent; the refill is the call).
+  rte_mbuf* TakeMbuf() { return mcache_n_ ? mcache_[--mcache_n_] : RefillMbufs(); }
+  rte_mbuf* RefillMbufs();
   // Headers in m (one segment), the payload attached zero-copy, pad + ICRC in
   // a tail segment. False (m untouched): fall back to copying.
   bool AttachPayload(rte_mbuf* m, const wire::FrameTemplate& t, const rc::TxPacket& pkt, size_t hlen,

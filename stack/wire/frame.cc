@@ -66,9 +66,7 @@ size_t FrameTemplate::WriteHeaders(const Bth& bth, const ExtHeaders& ext, uint32
   }
   Store16(out + l4_ + 4, static_cast<uint16_t>(udp_len));
   uint8_t* o = out + net_len_;
-  Bth b = bth;
-  b.pad_count = pad;
-  b.Emit(o);
+  bth.Emit(o, pad);
   o = EmitExtHeaders(info.headers, ext, o + Bth::kLen);
   return static_cast<size_t>(o - out);
 }

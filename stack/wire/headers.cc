@@ -261,17 +261,6 @@ void UdpHeader::Emit(uint8_t* out) const {
 
 // ---- InfiniBand transport headers ---------------------------------------------------
 
-void Bth::Emit(uint8_t* out) const {
-  // Three big-endian words (each a byte of flags over 24 bits of value):
-  // three stores instead of twelve.
-  const uint32_t f1 = (se ? 0x80u : 0u) | (mig_req ? 0x40u : 0u) | ((pad_count & 3u) << 4) | (tver & 0x0Fu);
-  const uint32_t f4 = (fecn ? 0x80u : 0u) | (becn ? 0x40u : 0u) | (resv6 & 0x3Fu);
-  const uint32_t f8 = (ack_req ? 0x80u : 0u) | (resv7 & 0x7Fu);
-  Store32(out, (uint32_t{opcode} << 24) | (f1 << 16) | pkey);
-  Store32(out + 4, (f4 << 24) | (dest_qp & 0xFFFFFFu));
-  Store32(out + 8, (f8 << 24) | (psn & 0xFFFFFFu));
-}
-
 void Reth::Emit(uint8_t* out) const {
   Store64(out, va);
   Store32(out + 8, rkey);

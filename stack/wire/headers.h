@@ -131,8 +131,24 @@ struct Bth {
   uint8_t resv7 = 0;       // 7 reserved bits
   uint32_t psn = 0;        // 24 bits
   Error Parse(ByteSpan in);
-  void Emit(uint8_t* out) const;
+  void Emit(uint8_t* out) const { Emit(out, pad_count); }
+  // As Emit, with `pad` as the pad count (a frame writer's, from the payload
+  // length) instead of pad_count.
+  void Emit(uint8_t* out, uint8_t pad) const;
 };
+
+// Inline: one per packet sent, where a call and a copy of the struct cost as
+// much as the three stores.
+inline void Bth::Emit(uint8_t* out, uint8_t pad) const {
+  // Three big-endian words (each a byte of flags over 24 bits of value):
+  // three stores instead of twelve.
+  const uint32_t f1 = (se ? 0x80u : 0u) | (mig_req ? 0x40u : 0u) | ((pad & 3u) << 4) | (tver & 0x0Fu);
+  const uint32_t f4 = (fecn ? 0x80u : 0u) | (becn ? 0x40u : 0u) | (resv6 & 0x3Fu);
+  const uint32_t f8 = (ack_req ? 0x80u : 0u) | (resv7 & 0x7Fu);
+  Store32(out, (uint32_t{opcode} << 24) | (f1 << 16) | pkey);
+  Store32(out + 4, (f4 << 24) | (dest_qp & 0xFFFFFFu));
+  Store32(out + 8, (f8 << 24) | (psn & 0xFFFFFFu));
+}
 
 // RDMA extended transport header.
 struct Reth {

@@ -246,11 +246,20 @@ bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
     counters_.tx_busy++;
     return false;
   }
-  // The path's template: the queue pair's own, or one built for this packet
-  // (CM datagrams).
-  std::optional<FrameTemplate> local;  // built only when needed: it is ~100 bytes to clear
-  const FrameTemplate* t = pkt.tmpl;
-  if (!t) t = &local.emplace(*pkt.net);
+  // The path's template: the queue pair's own, or (CM datagrams) one built
+  // for this packet, out of line: a call frame with a ~100-byte template in
+  // it costs every packet.
+  if (!pkt.tmpl) return TransmitOwnTemplate(pkt);
+  return TransmitWith(pkt, *pkt.tmpl);
+}
+
+bool Engine::TransmitOwnTemplate(const rc::TxPacket& pkt) {
+  const FrameTemplate t(*pkt.net);
+  return TransmitWith(pkt, t);
+}
+
+bool Engine::TransmitWith(const rc::TxPacket& pkt, const FrameTemplate& tr) {
+  const FrameTemplate* t = &tr;
   const uint32_t plen = pkt.payload_len;
   const size_t hlen = t->HeadersLen(pkt.bth.opcode);
   const uint8_t pad = PadFor(plen);

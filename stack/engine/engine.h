@@ -169,6 +169,9 @@ class Engine : public rc::PacketSink {
  private:
   // rc::PacketSink: called by the RC device from inside Poll (lock held).
   bool Transmit(const rc::TxPacket& pkt, uint64_t now) override;
+  // Transmit's body, with the path's template; and the rare packet without one.
+  [[gnu::always_inline]] inline bool TransmitWith(const rc::TxPacket& pkt, const wire::FrameTemplate& t);
+  [[gnu::noinline]] bool TransmitOwnTemplate(const rc::TxPacket& pkt);
 
  private:
   explicit Engine(port::Port* port, const EngineOptions& opts);

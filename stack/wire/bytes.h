@@ -12,44 +12,57 @@ namespace roce::wire {
 using ByteSpan = std::span<const uint8_t>;
 using MutByteSpan = std::span<uint8_t>;
 
-inline uint16_t Load16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-inline uint32_t Load24(const uint8_t* p) {
-  return (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ || __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+constexpr bool kLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+constexpr uint16_t be16(uint16_t v) { return kLittleEndian ? __builtin_bswap16(v) : v; }
+constexpr uint32_t be32(uint32_t v) { return kLittleEndian ? __builtin_bswap32(v) : v; }
+constexpr uint64_t be64(uint64_t v) { return kLittleEndian ? __builtin_bswap64(v) : v; }
+constexpr uint32_t le32(uint32_t v) { return kLittleEndian ? v : __builtin_bswap32(v); }
+
+// memcpy + byte swap: one load or store each (the compiler merges byte-wise
+// shifts into one access only for some of these patterns; these run for
+// every header field of every packet).
+inline uint16_t Load16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return be16(v);
 }
+inline uint32_t Load24(const uint8_t* p) { return (uint32_t{Load16(p)} << 8) | p[2]; }
 inline uint32_t Load32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return be32(v);
 }
 inline uint64_t Load64(const uint8_t* p) {
-  return (uint64_t{Load32(p)} << 32) | Load32(p + 4);
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return be64(v);
 }
 inline uint32_t Load32Le(const uint8_t* p) {
-  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return le32(v);
 }
 
 inline void Store16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
+  v = be16(v);
+  std::memcpy(p, &v, 2);
 }
 inline void Store24(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 16);
-  p[1] = static_cast<uint8_t>(v >> 8);
+  Store16(p, static_cast<uint16_t>(v >> 8));
   p[2] = static_cast<uint8_t>(v);
 }
 inline void Store32(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 24);
-  p[1] = static_cast<uint8_t>(v >> 16);
-  p[2] = static_cast<uint8_t>(v >> 8);
-  p[3] = static_cast<uint8_t>(v);
+  v = be32(v);
+  std::memcpy(p, &v, 4);
 }
 inline void Store64(uint8_t* p, uint64_t v) {
-  Store32(p, static_cast<uint32_t>(v >> 32));
-  Store32(p + 4, static_cast<uint32_t>(v));
+  v = be64(v);
+  std::memcpy(p, &v, 8);
 }
 inline void Store32Le(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-  p[2] = static_cast<uint8_t>(v >> 16);
-  p[3] = static_cast<uint8_t>(v >> 24);
+  v = le32(v);
+  std::memcpy(p, &v, 4);
 }
 
 }  // namespace roce::wire

@@ -64,7 +64,7 @@ namespace {
 // *out partly written — for anything else, which the general path then
 // parses from the start (and names the error). Loads the fields directly,
 // without the general path's per-header bounds checks.
-inline bool ParseCommonV4(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
+[[gnu::always_inline]] inline bool ParseCommonV4(const uint8_t* head, size_t avail, size_t frame_len, RocePacket* out,
                           FrameLayout* lay, const ParseOptions& opts) {
   constexpr size_t kL3 = EthernetHeader::kLen, kL4 = kL3 + Ipv4Header::kLen;
   constexpr size_t kBth = kL4 + UdpHeader::kLen;  // 42

@@ -215,7 +215,7 @@ void Nd2Write(benchmark::State& st, Mode mode) {
       st.SkipWithError("Write failed");
       break;
     }
-    if ((++posted & 15) == 0) poll();
+    if ((++posted & 31) == 0) poll();
   }
   const uint64_t end = NowMs() + 10000;
   while (done < posted && NowMs() < end) poll();  // timed: what was posted is done

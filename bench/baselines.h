@@ -73,7 +73,7 @@ inline Measured NativeWrite(benchmark::State& st, tools::TwoStacks& t, uint32_t 
       t.PollBoth();
       done += t.a().scq->Poll(cs, 64);
     }
-    if ((++posted & 31) == 0) {  // keep the pipeline full: poll every few posts
+    if ((++posted & 31) == 0) {  // poll every 32 posts: the engine's (and the raw baseline's) burst
       t.PollBoth();
       done += t.a().scq->Poll(cs, 64);
     }

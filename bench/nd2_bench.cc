@@ -189,7 +189,7 @@ struct Pair {
 };
 
 // Writes of `size` bytes a -> b; every Write completes (no silent success),
-// INLINE up to 64 B; a completion is polled every 16 posts, and whenever the
+// INLINE up to 64 B; completions are polled every 32 posts (the engine's burst), and whenever the
 // initiator queue (256) is full.
 void Nd2Write(benchmark::State& st, Mode mode) {
   const ULONG size = static_cast<ULONG>(st.range(0));

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <deque>
 
+#include <sched.h>
+
 #include <absl/strings/str_cat.h>
 #include <absl/synchronization/mutex.h>
 
@@ -80,6 +82,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("tx_zero_copy", c.tx_zero_copy);
     d.Add("tx_on_post", c.tx_on_post);
     d.Add("naps", self->naps());
+    d.Add("idle_yields", self->idle_yields());
     d.Add("tx_zc_revoked", c.tx_zc_revoked);
     d.Add("rx_zc_revoked", c.rx_zc_revoked);
     // Read without the engine lock: DestroyQp holds it while unregistering
@@ -565,13 +568,13 @@ void Engine::Loop() {
       continue;
     }
     if (opts_.idle_sleep_max_ns == 0) {
-      rte_pause();
+      IdleSpin();
       continue;
     }
     const uint64_t now = NowNs();
     if (idle_since == 0 || kicked_.exchange(false)) idle_since = now;
     if (now - idle_since < opts_.idle_spin_ns) {
-      rte_pause();
+      IdleSpin();
       continue;
     }
     nap = nap ? std::min(nap * 2, opts_.idle_sleep_max_ns) : 1000;
@@ -583,6 +586,15 @@ void Engine::Loop() {
     }
     napping_.store(false);
   }
+}
+
+void Engine::IdleSpin() {
+  if (!opts_.idle_yield) {
+    rte_pause();
+    return;
+  }
+  sched_yield();
+  idle_yields_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Engine::Kick() {

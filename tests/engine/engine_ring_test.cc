@@ -506,6 +506,68 @@ TEST_F(EngineRing, IdleRequestLeavesAtThePost) {
   }
 }
 
+// idle_yield: both engines on their own threads, each idle pass yields the
+// CPU instead of pausing in place (for processes with more spinning threads
+// than CPUs). Traffic still flows both ways (Sends a -> b, checked byte for
+// byte, and their acknowledgements), and the engines did yield while waiting;
+// with the option off they never do.
+TEST_F(EngineRing, IdleYieldKeepsTrafficMoving) {
+  for (const bool yield : {true, false}) {
+    SCOPED_TRACE(yield ? "idle_yield on" : "idle_yield off");
+    tools::TwoStacksOptions o = Options(yield ? "eng_yld_on" : "eng_yld_off");
+    o.idle_yield = yield;
+    ASSERT_NO_FATAL_FAILURE(Open(o));
+    constexpr uint32_t kMsgs = 48;  // within rq_depth (64)
+    std::vector<uint8_t> recv(kMsgs * 16), src(kMsgs * 16);
+    for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<uint8_t>(i * 7 + 3);
+    const mem::RegionInfo rr = Reg(h(1), recv, mem::kLocalWrite);
+    const mem::RegionInfo sr = Reg(h(0), src, 0);
+    for (uint32_t i = 0; i < kMsgs; i++) {
+      Sge s{reinterpret_cast<uint64_t>(recv.data() + 16 * i), 16, rr.local_token};
+      ASSERT_EQ(PostRecv(h(1), rc::RecvWr{i, &s, 1}), rc::PostResult::kOk);
+    }
+    ASSERT_TRUE(h(0).eng->Start().ok());
+    ASSERT_TRUE(h(1).eng->Start().ok());
+    for (uint32_t i = 0; i < kMsgs; i++) {
+      Sge s{reinterpret_cast<uint64_t>(src.data() + 16 * i), 16, sr.local_token};
+      rc::SendWr w;
+      w.context = i;
+      w.op = WrOp::kSend;
+      w.sge = &s;
+      w.num_sge = 1;
+      ASSERT_EQ(Post(h(0), w), rc::PostResult::kOk);
+      if (i % 8 == 7) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // idle gaps
+    }
+    const std::vector<Completion> rc = WaitFor(*h(1).rcq, kMsgs);
+    const std::vector<Completion> sc = WaitFor(*h(0).scq, kMsgs);
+    ASSERT_EQ(rc.size(), kMsgs);
+    ASSERT_EQ(sc.size(), kMsgs);
+    for (uint32_t i = 0; i < kMsgs; i++) {
+      EXPECT_EQ(rc[i].status, Status::kSuccess);
+      EXPECT_EQ(rc[i].request_context, i);
+      EXPECT_EQ(rc[i].bytes, 16u);
+      EXPECT_EQ(sc[i].status, Status::kSuccess);
+      EXPECT_EQ(sc[i].request_context, i);
+    }
+    EXPECT_EQ(recv, src);
+    h(0).eng->Stop();
+    h(1).eng->Stop();
+    const uint64_t ya = h(0).eng->idle_yields(), yb = h(1).eng->idle_yields();
+    std::printf("%s: idle yields a %llu, b %llu\n", yield ? "on" : "off", static_cast<unsigned long long>(ya),
+                static_cast<unsigned long long>(yb));
+    if (yield) {
+      EXPECT_GT(ya, 0u);
+      EXPECT_GT(yb, 0u);
+    } else {
+      EXPECT_EQ(ya, 0u);
+      EXPECT_EQ(yb, 0u);
+    }
+    ts_->Deregister(h(0), sr);
+    ts_->Deregister(h(1), rr);
+    ts_.reset();
+  }
+}
+
 // A dedicated engine with nothing to do naps (up to idle_sleep_max_ns at a
 // time: a packet arriving meanwhile waits for the nap to end). While a thread
 // polls for its completions and says so (KeepAwake, as ND2's GetResults does

@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<TwoStacks>> TwoStacks::Open(const TwoStacksOption
     eo.arp_retry_ns = 20'000'000;
     eo.zero_copy_min = o.zero_copy_min;
     eo.tx_on_post = o.tx_on_post;
+    eo.idle_yield = o.idle_yield;
     auto h = OpenStackHost(p, eo);
     if (!h.ok()) return h.status();
     static_cast<StackHost&>(t->s_[i]) = std::move(*h);

@@ -39,6 +39,8 @@ struct TwoStacksOptions {
   uint32_t zero_copy_min = engine::EngineOptions{}.zero_copy_min;
   // EngineOptions::tx_on_post of both engines.
   bool tx_on_post = engine::EngineOptions{}.tx_on_post;
+  // EngineOptions::idle_yield of both engines (what Start's thread does when idle).
+  bool idle_yield = engine::EngineOptions{}.idle_yield;
 };
 
 class TwoStacks {

@@ -1,6 +1,7 @@
 #include "nd2api/src/config.h"
 
 #include <rte_cfgfile.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -43,6 +44,18 @@ bool ParseUint(const std::string& v, uint32_t lo, uint32_t hi, uint32_t* out) {
 }
 
 }  // namespace
+
+bool ProgressYields(int8_t setting, size_t progress_threads, size_t cpus) {
+  if (setting >= 0) return setting == 1;
+  return progress_threads > 0 && progress_threads + 1 > cpus;
+}
+
+size_t UsableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
 absl::StatusOr<Nd2Config> LoadNd2Config() {
   const char* env = std::getenv("ND2_CONFIG");
@@ -199,12 +212,17 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
         if (v == "on") a.send_at_post = true;
         else if (v == "off") a.send_at_post = false;
         else bad("send_at_post is on or off");
+      } else if (k == "progress_yield") {
+        if (v == "auto") a.progress_yield = -1;
+        else if (v == "on") a.progress_yield = 1;
+        else if (v == "off") a.progress_yield = 0;
+        else bad("progress_yield is auto, on or off");
       } else if (k.find('.') != std::string::npos) {
         a.overrides.push_back(k + "=" + v);
       } else {
         bad("unknown key (profile, iface, ip, ip6, mtu, capture, progress, cm_timeout, cm_retries, "
             "cm_mra_timeout, ephemeral_ports, rnr_retry, rnr_timer, cm_drop_rx_dreqs, cm_drop_tx_dreqs, "
-            "burst, selective_repair, send_at_post, or a profile key section.key)");
+            "burst, selective_repair, send_at_post, progress_yield, or a profile key section.key)");
       }
       if (!err.ok()) break;
     }

@@ -40,6 +40,11 @@
 //                                    ; with nothing outstanding leaves in the post call
 //                                    ; (lowest latency); off: at the next GetResults or
 //                                    ; wait. A progress thread's adapter ignores it
+//   progress_yield = auto            ; progress = thread: an idle progress thread gives its
+//                                    ; CPU away (sched_yield) instead of spinning in place.
+//                                    ; auto: when the process's progress threads and one
+//                                    ; polling application thread outnumber the CPUs it may
+//                                    ; run on (two threaded adapters on two cores); on; off
 //   fault.rx_drop = 0.01             ; any other key "section.key" overrides that
 //                                    ; profile key (as rc-pingpong's --set)
 //
@@ -77,7 +82,17 @@ struct AdapterConfig {
   uint32_t cm_drop_rx_dreqs = 0, cm_drop_tx_dreqs = 0;
   uint16_t burst = 32;  // the engine's RX/TX burst
   bool send_at_post = true;  // EngineOptions::tx_on_post
+  int8_t progress_yield = -1;  // EngineOptions::idle_yield: -1 auto (ProgressYields), 0 off, 1 on
 };
+
+// Whether a progress thread yields its CPU when idle (EngineOptions::
+// idle_yield), for a `setting` of -1 (auto), 0 (off) or 1 (on), in a process
+// with `progress_threads` progress threads that may run on `cpus` CPUs. Auto
+// assumes one application thread that polls (GetResults in a loop): yield when
+// the spinning threads would outnumber the CPUs.
+bool ProgressYields(int8_t setting, size_t progress_threads, size_t cpus);
+// The CPUs this process may run on (its affinity mask; at least 1).
+size_t UsableCpus();
 
 struct Nd2Config {
   std::string path;

@@ -311,6 +311,11 @@ HRESULT Provider::Startup() {
       return StartupFailed(absl::StrCat(cfg->path, ": DPDK EAL: ", s.message()));
   }
   auto* prov = new Provider();
+  // Spinning threads against CPUs (progress_yield = auto): counted before
+  // any progress thread starts.
+  const size_t cpus = UsableCpus();
+  const size_t progress_threads = static_cast<size_t>(
+      std::count_if(cfg->adapters.begin(), cfg->adapters.end(), [](const AdapterConfig& a) { return a.progress_thread; }));
   for (size_t i = 0; i < profiles.size(); i++) {
     const AdapterConfig& a = cfg->adapters[i];
     engine::EngineOptions eo;
@@ -323,6 +328,7 @@ HRESULT Provider::Startup() {
     eo.cm.drop_tx_dreqs = a.cm_drop_tx_dreqs;
     eo.burst = a.burst;
     eo.tx_on_post = a.send_at_post;
+    eo.idle_yield = a.progress_thread && ProgressYields(a.progress_yield, progress_threads, cpus);
     if (a.selective_repair >= 0) eo.cm.selective_repair = a.selective_repair != 0;
     auto host = tools::OpenStackHost(profiles[i], eo);
     if (!host.ok()) {

@@ -97,6 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
             {":7:", "[adapter0]", "selective_repair = yes", "on or off"}},
         Bad{"send_at_post_word", kGood0 + "send_at_post = 1\n",
             {":7:", "[adapter0]", "send_at_post = 1", "on or off"}},
+        Bad{"progress_yield_word", kGood0 + "progress_yield = yes\n",
+            {":7:", "[adapter0]", "progress_yield = yes", "auto, on or off"}},
         Bad{"ephemeral_backwards", kGood0 + "ephemeral_ports = 60000-50000\n",
             {"[adapter0]", "ephemeral_ports = 60000-50000"}},
         Bad{"bad_profile_key", kGood0 + "port.mtu = huge\n", {"[adapter0]", "port.mtu"}},

@@ -41,7 +41,8 @@
 //                                    ; (lowest latency); off: at the next GetResults or
 //                                    ; wait. A progress thread's adapter ignores it
 //   progress_yield = auto            ; progress = thread: an idle progress thread gives its
-//                                    ; CPU away (sched_yield) instead of spinning in place.
+//                                    ; CPU away (sched_yield) instead of spinning in place,
+//                                    ; and so does a GetResults that finds nothing.
 //                                    ; auto: when the process's progress threads and one
 //                                    ; polling application thread outnumber the CPUs it may
 //                                    ; run on (two threaded adapters on two cores); on; off

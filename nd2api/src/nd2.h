@@ -219,9 +219,10 @@ class Adapter final : public IND2Adapter {
     if (cfg_.progress_thread) eng().Kick();
   }
   // GetResults found nothing: a progress thread keeps spinning while the
-  // application polls (it naps only once polling stops: waits, idle).
+  // application polls (it naps only once polling stops: waits, idle); with
+  // progress_yield in effect the polling thread yields its CPU.
   void KeepAwake() {
-    if (cfg_.progress_thread) eng().KeepAwake();
+    if (cfg_.progress_thread) eng().PollerIdle();
   }
   // The overlapped file for a HANDLE of this process (null if not one).
   static std::shared_ptr<OverlappedFile> FileOf(HANDLE h);

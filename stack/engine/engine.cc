@@ -83,6 +83,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("tx_on_post", c.tx_on_post);
     d.Add("naps", self->naps());
     d.Add("idle_yields", self->idle_yields());
+    d.Add("poller_yields", self->poller_yields());
     d.Add("tx_zc_revoked", c.tx_zc_revoked);
     d.Add("rx_zc_revoked", c.rx_zc_revoked);
     // Read without the engine lock: DestroyQp holds it while unregistering

@@ -28,6 +28,8 @@
 // engine's thread do not meet on a lock.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <functional>
 #include <cstdint>
@@ -138,6 +140,17 @@ class Engine : public rc::PacketSink {
   void KeepAwake() {
     if (!kicked_.load(std::memory_order_relaxed) || napping_.load(std::memory_order_relaxed)) Kick();
   }
+  // A thread polling for this engine's completions found none (ND2's
+  // GetResults): KeepAwake, and with idle_yield it gives its CPU away too
+  // (counted), as the idle loop does — with more spinning threads than CPUs
+  // a poller that spins in place holds a CPU the engine may need.
+  void PollerIdle() {
+    KeepAwake();
+    if (opts_.idle_yield) {
+      sched_yield();
+      poller_yields_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   // PostSend's notice (called with mu() held): Kick(), or in inline mode
   // for an idle queue pair (EngineOptions::tx_on_post) its packets now.
   void Doorbell(rc::QueuePair& qp, bool idle) override;
@@ -174,8 +187,10 @@ class Engine : public rc::PacketSink {
   EngineCounters counters() const;
   // Naps the dedicated loop has taken (slept, not just tried), from any thread.
   uint64_t naps() const { return naps_.load(std::memory_order_relaxed); }
-  // Idle passes after which the dedicated loop yielded its CPU (idle_yield).
+  // Idle passes after which the dedicated loop yielded its CPU (idle_yield),
+  // and empty polls after which the poller did (PollerIdle).
   uint64_t idle_yields() const { return idle_yields_.load(std::memory_order_relaxed); }
+  uint64_t poller_yields() const { return poller_yields_.load(std::memory_order_relaxed); }
 
  private:
   // rc::PacketSink: called by the RC device from inside Poll (lock held).
@@ -231,6 +246,7 @@ class Engine : public rc::PacketSink {
   absl::CondVar nap_cv_;
   std::atomic<uint64_t> naps_{0};
   std::atomic<uint64_t> idle_yields_{0};
+  std::atomic<uint64_t> poller_yields_{0};
   std::thread thread_;
   int lcore_ = -1;
   port::TelemetryRegistration telemetry_;

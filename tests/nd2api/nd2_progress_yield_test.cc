@@ -3,7 +3,8 @@
 // threads exchange Sends both ways through the public ND2 API; then each
 // adapter's engine telemetry (/roce/engine/stats, read in-process with
 // port::QueryTelemetry: the one thing here beyond the public headers) says
-// whether its thread yielded while idle:
+// whether its thread yielded while idle, and whether this thread did after
+// its GetResults found nothing on that adapter's queue:
 //   on    both yielded; off  neither did;
 //   auto  they did exactly when two progress threads and one polling
 //         application thread outnumber the CPUs this process may use (the
@@ -40,14 +41,14 @@ size_t CpusHere() {
   return static_cast<size_t>(CPU_COUNT(&set));
 }
 
-// idle_yields of every engine registered now (the two adapters' engines).
-std::vector<uint64_t> EngineYields() {
+// A counter of every engine registered now (the two adapters' engines).
+std::vector<uint64_t> EngineCounter(const char* name) {
   std::vector<uint64_t> out;
   for (uint64_t id = 0; id < 64; id++) {
     auto v = roce::port::QueryTelemetry("engine", id);
     if (!v.ok()) continue;
-    auto it = v->u64.find("idle_yields");
-    EXPECT_NE(it, v->u64.end()) << "engine " << id << " reports no idle_yields";
+    auto it = v->u64.find(name);
+    EXPECT_NE(it, v->u64.end()) << "engine " << id << " reports no " << name;
     if (it != v->u64.end()) out.push_back(it->second);
   }
   return out;
@@ -97,13 +98,23 @@ TEST_P(Nd2ProgressYield, IdleProgressThreadsYieldAsConfigured) {
       ASSERT_TRUE(sb.has_value());
       ASSERT_HR(sb->Status, ND_SUCCESS);
     }
-    const std::vector<uint64_t> yields = EngineYields();
+    // The engines' threads while idle; this thread after its empty GetResults
+    // (both CQs were polled empty while waiting for the other side: counted
+    // on the adapter's engine whose CQ it was).
+    const std::vector<uint64_t> yields = EngineCounter("idle_yields");
+    const std::vector<uint64_t> polls = EngineCounter("poller_yields");
     ASSERT_EQ(yields.size(), 2u) << "expected the two adapters' engines in telemetry";
+    ASSERT_EQ(polls.size(), 2u);
     for (size_t i = 0; i < yields.size(); i++) {
-      std::printf("%s: engine %zu yielded %llu times\n", setting.empty() ? "auto" : setting.c_str(), i,
-                  static_cast<unsigned long long>(yields[i]));
-      if (expect_yield) EXPECT_GT(yields[i], 0u) << "engine " << i;
-      else EXPECT_EQ(yields[i], 0u) << "engine " << i;
+      std::printf("%s: engine %zu yielded %llu times, its poller %llu\n", setting.empty() ? "auto" : setting.c_str(),
+                  i, static_cast<unsigned long long>(yields[i]), static_cast<unsigned long long>(polls[i]));
+      if (expect_yield) {
+        EXPECT_GT(yields[i], 0u) << "engine " << i;
+        EXPECT_GT(polls[i], 0u) << "engine " << i;
+      } else {
+        EXPECT_EQ(yields[i], 0u) << "engine " << i;
+        EXPECT_EQ(polls[i], 0u) << "engine " << i;
+      }
     }
   }
 }

@@ -43,6 +43,17 @@ class Icrc {
   size_t begun_ = 0;
 };
 
+// The code that hashes a short frame (see above): kAuto follows the CPU —
+// the fold in VEX encoding where there is AVX, else in legacy SSE encoding
+// (a legacy-SSE instruction pays a state-transition penalty while the upper
+// halves of the vector registers are in use, as ISA-L's AVX-512 fold leaves
+// them; icrc.cc), else the seed change + ISA-L. After a call into ISA-L the
+// upper halves are cleared (VZEROUPPER) on CPUs with AVX. For tests, which
+// compare every code the CPU can run: returns false (and changes nothing) if
+// it cannot run `c`. Not thread-safe; the data path never calls it.
+enum class IcrcCode : uint8_t { kAuto, kSeedIsal, kClmulSse, kClmulAvx };
+bool SelectIcrcCode(IcrcCode c);
+
 // Raw CRC-32 (zlib-compatible, chainable) as ISA-L computes it.
 uint32_t Crc32(uint32_t seed, ByteSpan data);
 

@@ -77,7 +77,7 @@ HRESULT CompletionQueue::Resize(ULONG depth) {
 }
 
 void CompletionQueue::Trigger(HRESULT status) {
-  trigger_seq_ = pushed_;
+  trigger_seq_ = cq_->pushed();
   ov_.CompleteAllTagged(kTagAny, status);
   ov_.CompleteAllTagged(kTagSolicited, status);
   ov_.CompleteAllTagged(kTagErrors, status);
@@ -86,13 +86,19 @@ void CompletionQueue::Trigger(HRESULT status) {
 void CompletionQueue::OnPush(const rc::Completion& c) {
   const bool error = c.status != rc::Status::kSuccess;
   const bool sol = c.solicited;
-  pushed_++;
-  if (sol || error) last_sol_or_err_ = pushed_;
-  if (error) last_err_ = pushed_;
+  const uint64_t seq = cq_->pushed();  // this completion's number
+  if (sol || error) last_sol_or_err_ = seq;
+  if (error) last_err_ = seq;
   // The queue is armed at the strongest kind outstanding (ANY over
   // SOLICITED over ERRORS; errors satisfy every kind); an event releases
   // every outstanding Notify.
-  if (ov_.Empty()) return;  // no Notify outstanding: nothing to trigger
+  if (ov_.Empty()) {
+    // No Notify outstanding: nothing to trigger, and until Notify arms the
+    // queue again only solicited and failed completions need this call
+    // (their numbers, above); the count of all is the queue's own.
+    cq_->on_push_every = false;
+    return;
+  }
   if (ov_.HasTag(kTagAny) || ((sol || error) && ov_.HasTag(kTagSolicited)) || (error && ov_.HasTag(kTagErrors)))
     Trigger(ND_SUCCESS);
 }
@@ -115,7 +121,8 @@ HRESULT CompletionQueue::Notify(ULONG type, OVERLAPPED* ov) {
   // that already triggered one).
   absl::MutexLock l(&adapter_->eng().mu());
   if (overrun_) return ND_BUFFER_OVERFLOW;
-  const uint64_t last = type == ND_CQ_NOTIFY_ANY        ? pushed_
+  cq_->on_push_every = true;  // every push reaches OnPush while a Notify is outstanding
+  const uint64_t last = type == ND_CQ_NOTIFY_ANY        ? cq_->pushed()
                         : type == ND_CQ_NOTIFY_SOLICITED ? last_sol_or_err_
                                                          : last_err_;
   const HRESULT h = ov_.Pend(ov, {}, type + 1);

@@ -299,7 +299,7 @@ class CompletionQueue final : public IND2CompletionQueue {
   // requests last completed. A Notify completes at once if a completion of
   // its kind was pushed after both; otherwise the next such push completes
   // it (and every other outstanding Notify: one event releases them all).
-  uint64_t pushed_ = 0, last_sol_or_err_ = 0, last_err_ = 0, trigger_seq_ = 0;  // engine lock
+  uint64_t last_sol_or_err_ = 0, last_err_ = 0, trigger_seq_ = 0;  // engine lock
   std::atomic<uint64_t> consumed_{0};
   bool overrun_ = false;              // engine lock: a completion did not fit; the CQ is unusable
 };

@@ -64,6 +64,7 @@ const PostRow* PostTable(size_t* rows) {
 }
 
 HRESULT PostHresult(rc::PostResult r) {
+  if (r == rc::PostResult::kOk) return ND_SUCCESS;  // every post but a refused one
   for (const PostRow& p : kPostTable)
     if (p.result == r) return p.hresult;
   return ND_INTERNAL_ERROR;

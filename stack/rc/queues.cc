@@ -17,7 +17,8 @@ bool CompletionQueue::Push(const Completion& c) {
   }
   ring_[t & mask_] = c;
   tail_.store(t + 1, std::memory_order_release);
-  if (on_push) on_push(c);
+  pushed_++;
+  if (on_push && (on_push_every || c.solicited || c.status != Status::kSuccess)) on_push(c);
   return true;
 }
 

@@ -27,8 +27,13 @@ class CompletionQueue {
                                  head_.load(std::memory_order_acquire));
   }
   uint64_t overflows() const { return overflows_; }
-  // Called by the producer after each push (ND2 Notify is built on it).
+  // Completions pushed since the queue was made (a Resize does not reset it).
+  uint64_t pushed() const { return pushed_; }
+  // Called by the producer after a push (ND2 Notify is built on it): after
+  // every push while on_push_every is set, otherwise only after one that
+  // is solicited or not successful. Both are the producer's (its lock).
   std::function<void(const Completion&)> on_push;
+  bool on_push_every = true;
   // Called by the producer when a completion did not fit (ND2: the CQ overran).
   std::function<void(const Completion&)> on_overflow;
   // Changes the depth, keeping the queued completions (false: they do not
@@ -41,6 +46,7 @@ class CompletionQueue {
   uint64_t mask_;
   std::atomic<uint64_t> head_{0}, tail_{0};
   uint64_t overflows_ = 0;
+  uint64_t pushed_ = 0;
 };
 
 struct RecvWqe {

@@ -95,6 +95,55 @@ TEST_P(Nd2Cq, NoLostWakeUpBetweenGetResultsAndNotify) {
   EXPECT_EQ(Finish(p.b.cq, next, ND_PENDING), ND_CANCELED);
 }
 
+// With no Notify outstanding the engine stops calling the queue back for
+// each completion (rc::CompletionQueue::on_push_every): only solicited and
+// failed ones reach it. A Notify made after such a stretch still counts
+// every completion pushed in it (ANY: one not yet taken completes it at
+// once), and a solicited one pushed in it satisfies SOLICITED.
+TEST_P(Nd2Cq, NotifyCountsCompletionsPushedWhileNoneWasOutstanding) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.Open());
+  for (int i = 0; i < 6; i++) ASSERT_EQ(p.b.PostReceive(reinterpret_cast<void*>(i + 1), i * 64, 64), ND_SUCCESS);
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(p.a.PostSend(nullptr, 0, 8), ND_SUCCESS);
+    EXPECT_EQ(p.a.NextI().Status, ND_SUCCESS);
+  }
+  Progress(20);
+  // Three receives completed, none watched: take two, then ANY sees the third.
+  ND2_RESULT two[2];
+  ULONG got = 0;
+  for (const uint64_t give_up = NowMs() + 10000; got < 2 && NowMs() < give_up;)
+    got += p.b.cq->GetResults(two + got, 2 - got);
+  ASSERT_EQ(got, 2u);
+  Ov any;
+  HRESULT h = p.b.cq->Notify(ND_CQ_NOTIFY_ANY, &any.ov);
+  ASSERT_TRUE(h == ND_PENDING || h == ND_SUCCESS);
+  EXPECT_EQ(Finish(p.b.cq, any, h, 0), ND_SUCCESS) << "the third completion, pushed unwatched, must count";
+  ASSERT_EQ(Drain(p.b.cq, 100, 1).size(), 1u);
+  // Unwatched again (the event fired): an unsolicited and a solicited receive.
+  ASSERT_EQ(p.a.PostSend(nullptr, 0, 8), ND_SUCCESS);
+  ASSERT_EQ(p.a.PostSend(nullptr, 0, 8, ND_OP_FLAG_SEND_AND_SOLICIT_EVENT), ND_SUCCESS);
+  EXPECT_EQ(p.a.NextI().Status, ND_SUCCESS);
+  EXPECT_EQ(p.a.NextI().Status, ND_SUCCESS);
+  Progress(20);
+  Ov sol;
+  h = p.b.cq->Notify(ND_CQ_NOTIFY_SOLICITED, &sol.ov);
+  ASSERT_TRUE(h == ND_PENDING || h == ND_SUCCESS);
+  EXPECT_EQ(Finish(p.b.cq, sol, h, 0), ND_SUCCESS) << "the solicited receive, pushed unwatched, must count";
+  std::vector<ND2_RESULT> rs = Drain(p.b.cq, 100, 2);
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[1].RequestContext, reinterpret_cast<void*>(5));
+  // Everything taken: a new SOLICITED waits through an unsolicited receive.
+  Ov next;
+  ASSERT_EQ(p.b.cq->Notify(ND_CQ_NOTIFY_SOLICITED, &next.ov), ND_PENDING);
+  ASSERT_EQ(p.a.PostSend(nullptr, 0, 8), ND_SUCCESS);
+  EXPECT_EQ(p.a.NextI().Status, ND_SUCCESS);
+  Progress(20);
+  EXPECT_TRUE(StillPending(p.b.cq, next, 30));
+  EXPECT_EQ(p.b.cq->CancelOverlappedRequests(), ND_SUCCESS);
+  EXPECT_EQ(Finish(p.b.cq, next, ND_PENDING), ND_CANCELED);
+}
+
 // ND_CQ_NOTIFY_SOLICITED completes only on a receive of a Send with
 // ND_OP_FLAG_SEND_AND_SOLICIT_EVENT (or on an error).
 TEST_P(Nd2Cq, NotifySolicited) {

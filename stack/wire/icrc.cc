@@ -269,21 +269,20 @@ __attribute__((target("pclmul,avx"))) uint32_t IcrcClmulAvx(const uint8_t* p, si
   return IcrcClmulBody<kV6>(p, len);
 }
 
-// The short-frame code in use: 0 none (the seed change + ISA-L), 1 the SSE
-// encoding, 2 the VEX one. Chosen from the CPU at start-up; tests force each
-// (SelectIcrcCode).
-int DetectClmul() {
+// The short-frame code in use (IcrcCode, never kAuto): the best the CPU has,
+// chosen at start-up; tests force each (SelectIcrcCode).
+IcrcCode DetectCode() {
   __builtin_cpu_init();  // (may run before libgcc's own initialiser)
-  if (!__builtin_cpu_supports("pclmul") || !__builtin_cpu_supports("sse4.1")) return 0;
-  return __builtin_cpu_supports("avx") ? 2 : 1;
+  if (!__builtin_cpu_supports("pclmul") || !__builtin_cpu_supports("sse4.1")) return IcrcCode::kSeedIsal;
+  return __builtin_cpu_supports("avx") ? IcrcCode::kClmulAvx : IcrcCode::kClmulSse;
 }
-const int kCpuClmul = DetectClmul();
-const bool kAvx = kCpuClmul == 2 || __builtin_cpu_supports("avx");
-int g_clmul = kCpuClmul;
+const IcrcCode kCpuCode = DetectCode();
+const bool kAvx = __builtin_cpu_supports("avx") != 0;
+IcrcCode g_code = kCpuCode;
 
 template <bool kV6>
 inline uint32_t IcrcClmul(const uint8_t* p, size_t len) {
-  return g_clmul == 2 ? IcrcClmulAvx<kV6>(p, len) : IcrcClmulSse<kV6>(p, len);
+  return g_code == IcrcCode::kClmulAvx ? IcrcClmulAvx<kV6>(p, len) : IcrcClmulSse<kV6>(p, len);
 }
 
 // Leaves the upper halves of the vector registers clean (see above), so that
@@ -297,8 +296,8 @@ inline uint32_t IsalCrc(uint32_t seed, const uint8_t* p, size_t n) {
   return c;
 }
 #else
-constexpr int kCpuClmul = 0;
-int g_clmul = 0;
+constexpr IcrcCode kCpuCode = IcrcCode::kSeedIsal;
+IcrcCode g_code = kCpuCode;
 template <bool kV6>
 uint32_t IcrcClmul(const uint8_t*, size_t) { return 0; }
 inline uint32_t IsalCrc(uint32_t seed, const uint8_t* p, size_t n) { return crc32_gzip_refl(seed, p, n); }
@@ -342,7 +341,7 @@ size_t CopyMasked(ByteSpan in, uint8_t* buf) {
 // the bytes IcrcClmul needs at least (0: not for it).
 constexpr size_t kClmulBelow = 256;
 inline size_t ClmulKind(const uint8_t* p, size_t len) {
-  if (g_clmul == 0 || len >= kClmulBelow || len < kV4Begun) return 0;
+  if (g_code == IcrcCode::kSeedIsal || len >= kClmulBelow || len < kV4Begun) return 0;
   if (p[0] == 0x45) return kV4Begun;
   return (p[0] >> 4) == 6 && len >= kV6Begun ? kV6Begun : 0;
 }
@@ -355,9 +354,9 @@ constexpr size_t kMaxMasked = 60 + UdpHeader::kLen + Bth::kLen;
 }  // namespace
 
 bool SelectIcrcCode(IcrcCode c) {
-  const int want = c == IcrcCode::kAuto ? kCpuClmul : c == IcrcCode::kSeedIsal ? 0 : c == IcrcCode::kClmulSse ? 1 : 2;
-  if (want > kCpuClmul) return false;
-  g_clmul = want;
+  const IcrcCode want = c == IcrcCode::kAuto ? kCpuCode : c;
+  if (want > kCpuCode) return false;  // the codes are in the order of what they need of the CPU
+  g_code = want;
   return true;
 }
 

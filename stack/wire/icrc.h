@@ -51,7 +51,7 @@ class Icrc {
 // upper halves are cleared (VZEROUPPER) on CPUs with AVX. For tests, which
 // compare every code the CPU can run: returns false (and changes nothing) if
 // it cannot run `c`. Not thread-safe; the data path never calls it.
-enum class IcrcCode : uint8_t { kAuto, kSeedIsal, kClmulSse, kClmulAvx };
+enum class IcrcCode : uint8_t { kAuto, kSeedIsal, kClmulSse, kClmulAvx };  // in order of what they need
 bool SelectIcrcCode(IcrcCode c);
 
 // Raw CRC-32 (zlib-compatible, chainable) as ISA-L computes it.

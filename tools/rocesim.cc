@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
               q.tx_packets, q.rx_packets,
               q.retransmits, q.timeouts,
               r.dev.IcrcErrors(), r.dev.rx_unknown_qp);
+  absl::PrintF("placed as the ICRC was computed: %d (the ICRC then bad: %d)\n", r.dev.rx_placed_in_pass,
+              r.dev.rx_placed_dropped);
   absl::PrintF("naks sent/received: seq=%d/%d rnr=%d/%d access=%d/%d invalid=%d/%d op=%d/%d implied=%d\n",
               q.seq_naks_sent, q.seq_naks_received,
               q.rnr_naks_sent, q.rnr_naks_received,

@@ -94,6 +94,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     for (size_t i = 1; i < static_cast<size_t>(Error::kCount); i++)
       if (dc.rx_errors[i]) d.Add((std::string("rx_drop_") + ErrorName(static_cast<Error>(i))).c_str(), dc.rx_errors[i]);
     d.Add("icrc_errors", dc.IcrcErrors());
+    d.Add("rx_placed_in_pass", dc.rx_placed_in_pass);
+    d.Add("rx_placed_dropped", dc.rx_placed_dropped);
   });
   if (reg.ok()) e->telemetry_ = std::move(*reg);
   return e;
@@ -422,9 +424,13 @@ void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
 // chain they start, or null for a contiguous frame). Parsed once, here, from
 // the first segment; the ICRC is verified over the segments where they lie
 // before anything of the packet reaches a queue pair, so a corrupted packet
-// leaves no byte behind; the payload is handed on in place when it lies in
-// one segment (a chain from a zero-copy sender: header | payload | pad+ICRC),
-// and copied together only when a segment boundary cuts it.
+// leaves no byte behind — except an RDMA Write Middle whose payload lies in
+// one segment (rc::RcDevice::DeferIcrc): the device checks its ICRC as it
+// places it, in one pass, where the packet's own good copy must write the same
+// bytes before the Write can complete (rc::QueuePair::InPlaceTarget). The
+// payload is handed on in place when it lies in one segment (a chain from a
+// zero-copy sender: header | payload | pad+ICRC), and copied together only
+// when a segment boundary cuts it.
 void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rte_mbuf* m, uint64_t now) {
   rc::DeviceCounters& dc = rc_->counters;
   ParseOptions po = opts_.rc.parse;
@@ -445,6 +451,11 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
     return;
   }
   const uint8_t pad = p.bth.pad_count;
+  p.icrc_deferred = false;
+  if (po.verify_icrc && rc::RcDevice::DeferIcrc(p.bth.opcode, lay.payload_len) && DeferIcrc(head, avail, m, lay, p)) {
+    rc_->OnPacket(p, now);  // checks the ICRC (as it places the payload) before anything acts on it
+    return;
+  }
   if (lay.end <= avail) {  // the whole datagram in the first segment
     p.payload = ByteSpan(head + lay.payload, lay.payload_len);
     p.pad = ByteSpan(head + lay.payload + lay.payload_len, pad);
@@ -504,6 +515,43 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
     p.trailer = ByteSpan();
   }
   rc_->OnPacket(p, now);
+}
+
+// The ICRC of what precedes the payload, the payload where it lies (in one
+// segment), the pad and the ICRC, for the device to check as it places the
+// payload (RocePacket::icrc_deferred). False if the payload is cut by a
+// segment boundary (the caller checks the ICRC first, as for any packet).
+bool Engine::DeferIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m, const FrameLayout& lay,
+                       RocePacket& p) {
+  const uint8_t pad = p.bth.pad_count;
+  const uint8_t* pay;
+  if (lay.payload + lay.payload_len <= avail) {
+    pay = head + lay.payload;
+  } else if (m && lay.payload == avail && m->next && m->next->data_len >= lay.payload_len) {
+    pay = rte_pktmbuf_mtod(m->next, const uint8_t*);  // a zero-copy sender's payload segment
+  } else {
+    return false;
+  }
+  if (lay.end <= avail) {
+    p.pad = ByteSpan(head + lay.payload + lay.payload_len, pad);
+    p.icrc = Load32Le(head + lay.icrc);
+    p.trailer = ByteSpan(head + lay.end, avail - lay.end);
+  } else {
+    if (!m) return false;
+    uint8_t icrc_bytes[kIcrcLen];
+    const ByteSpan ib = port::ReadContiguous(m, lay.icrc, kIcrcLen, icrc_bytes);
+    const ByteSpan pb = port::ReadContiguous(m, lay.payload + lay.payload_len, pad, rx_pad_);
+    if (ib.size() != kIcrcLen || pb.size() != pad) return false;
+    p.icrc = Load32Le(ib.data());
+    p.pad = pb;
+    p.trailer = ByteSpan();
+  }
+  Icrc c;
+  if (!c.BeginAll(ByteSpan(head + lay.l3, lay.payload - lay.l3))) return false;
+  p.payload = ByteSpan(pay, lay.payload_len);
+  p.icrc_partial = c.Value();
+  p.icrc_deferred = true;
+  return true;
 }
 
 void Engine::AddPostSource(PostSource* s) { post_sources_.push_back(s); }

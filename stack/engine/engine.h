@@ -12,8 +12,9 @@
 // the IPv6 UDP checksum offloaded where the port can and in software
 // otherwise. On receive each RoCEv2 frame is parsed once, from its first
 // segment (wire::ParseRoceHeaders); the ICRC is verified over the segments in
-// place before the packet reaches a queue pair, and the payload is handed on
-// in place unless a segment boundary cuts it.
+// place before the packet reaches a queue pair (for an RDMA Write Middle, as
+// the device places its payload: one pass, rc::RcDevice::OnPacket), and the
+// payload is handed on in place unless a segment boundary cuts it.
 //
 // Two modes, one engine lock:
 //  - inline: the application thread calls Poll() itself (what ND2's
@@ -215,6 +216,8 @@ class Engine : public rc::PacketSink {
   void HandleRx(rte_mbuf* m, uint64_t now);
   void HandleFrame(wire::ByteSpan frame, uint64_t now);
   void ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rte_mbuf* m, uint64_t now);
+  bool DeferIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m, const wire::FrameLayout& lay,
+                 wire::RocePacket& p);
   bool Linearize(const rte_mbuf* m, wire::ByteSpan* out);  // into scratch_
   void Loop();
   void IdleSpin();  // one idle pass's wait: yield the CPU (idle_yield) or pause

@@ -1,5 +1,7 @@
 #include "stack/mem/place.h"
 
+#include <isa-l/crc.h>
+
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -125,6 +127,166 @@ void PlaceInOrder(void* dst, const void* src, size_t len) {
   Tail(d, s, len);
 }
 
+
+namespace {
+
+// ---- PlaceInOrderCrc32: the copy and the CRC in one pass ----------------------------------------
+//
+// The CRC folds the source as 128-bit lanes of 64-byte blocks (Intel, "Fast
+// CRC Computation for Generic Polynomials Using PCLMULQDQ", with VPCLMULQDQ's
+// four lanes per instruction): a lane D bits from where the fold ends is
+// multiplied by x^(D+32) and x^(D-32) mod P (bit-reflected, shifted left by
+// one) and XOR-ed there. Four accumulators take 256 bytes per turn; each
+// block loaded is stored as two aligned 32-byte halves, in address order, so
+// the destination sees what PlaceInOrder would give it. The constants are
+// computed here from P (the known D = 128 and 512 pairs check them).
+constexpr uint32_t XPowModP(unsigned n) {  // x^n mod P, P = 0x104C11DB7, normal bit order
+  uint64_t r = 1;
+  for (unsigned i = 0; i < n; i++) {
+    r <<= 1;
+    if (r & 0x100000000ull) r ^= 0x104C11DB7ull;
+  }
+  return static_cast<uint32_t>(r);
+}
+constexpr uint64_t FoldConst(unsigned n) {
+  const uint32_t v = XPowModP(n);
+  uint32_t r = 0;
+  for (int i = 0; i < 32; i++)
+    if ((v >> i) & 1) r |= 1u << (31 - i);
+  return uint64_t{r} << 1;
+}
+struct FoldK {
+  uint64_t lo, hi;  // multiply a lane's low (earlier) and high qword
+};
+constexpr FoldK FoldAcross(unsigned bits) { return {FoldConst(bits + 32), FoldConst(bits - 32)}; }
+constexpr FoldK kF128 = FoldAcross(128), kF256 = FoldAcross(256), kF384 = FoldAcross(384),
+                kF512 = FoldAcross(512), kF1024 = FoldAcross(1024), kF1536 = FoldAcross(1536),
+                kF2048 = FoldAcross(2048);
+constexpr uint64_t kR5 = FoldConst(64);    // 64 -> 32 bits
+constexpr uint64_t kPoly33 = 0x1db710641;  // P, reflected
+constexpr uint64_t kMu33 = 0x1f7011641;    // x^64 / P, reflected
+static_assert(kF128.lo == 0x1751997d0 && kF128.hi == 0x0ccaa009e && kF512.lo == 0x154442bd4 &&
+              kF512.hi == 0x1c6e41596 && kR5 == 0x163cd6124);
+
+#if defined(__GNUC__)
+// GCC 12's _mm512_castsi512_si256 passes an undefined vector to the builtin
+// it is made of, and -Wuninitialized says so at every use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define ROCE_ZMM __attribute__((target("avx512f,avx512vl,avx2,vpclmulqdq,pclmul,sse4.1")))
+
+ROCE_ZMM inline __m512i K4(FoldK k) {
+  const auto lo = static_cast<long long>(k.lo), hi = static_cast<long long>(k.hi);
+  return _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
+}
+// x folded across the distance k was built for, XOR-ed with v.
+ROCE_ZMM inline __m512i Fold3(__m512i x, __m512i k, __m512i v) {
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00), _mm512_clmulepi64_epi128(x, k, 0x11), v,
+                                   0x96);
+}
+ROCE_ZMM inline __m512i LoadStore(uint8_t* d, const uint8_t* s) {
+  const __m512i v = _mm512_loadu_si512(s);
+  const __m256i lo = _mm512_castsi512_si256(v), hi = _mm512_extracti64x4_epi64(v, 1);
+  asm volatile("vmovdqa %1, %0" : "=m"(*reinterpret_cast<__m256i*>(d)) : "v"(lo));
+  asm volatile("vmovdqa %1, %0" : "=m"(*reinterpret_cast<__m256i*>(d + 32)) : "v"(hi));
+  return v;
+}
+
+// `nblk` >= 4 blocks of 64 bytes from s to d (32-byte aligned); returns
+// crc32(crc, s, 64 * nblk).
+ROCE_ZMM __attribute__((noinline)) uint32_t FoldCopy(uint8_t* d, const uint8_t* s, size_t nblk, uint32_t crc) {
+  __m512i a0 = LoadStore(d, s), a1 = LoadStore(d + 64, s + 64), a2 = LoadStore(d + 128, s + 128),
+          a3 = LoadStore(d + 192, s + 192);
+  a0 = _mm512_xor_si512(a0, _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(~crc))));
+  size_t i = 4;
+  const __m512i k2048 = K4(kF2048);
+  for (; i + 4 <= nblk; i += 4) {
+    const size_t o = 64 * i;
+    a0 = Fold3(a0, k2048, LoadStore(d + o, s + o));
+    a1 = Fold3(a1, k2048, LoadStore(d + o + 64, s + o + 64));
+    a2 = Fold3(a2, k2048, LoadStore(d + o + 128, s + o + 128));
+    a3 = Fold3(a3, k2048, LoadStore(d + o + 192, s + o + 192));
+  }
+  __m512i x = Fold3(a0, K4(kF1536), a3);
+  x = Fold3(a1, K4(kF1024), x);
+  x = Fold3(a2, K4(kF512), x);
+  const __m512i k512 = K4(kF512);
+  for (; i < nblk; i++) x = Fold3(x, k512, LoadStore(d + 64 * i, s + 64 * i));
+  // Four lanes to one: lane j across (3 - j) * 128 bits, lane 3 as it is.
+  const __m512i kl = _mm512_set_epi64(0, 0, static_cast<long long>(kF128.hi), static_cast<long long>(kF128.lo),
+                                      static_cast<long long>(kF256.hi), static_cast<long long>(kF256.lo),
+                                      static_cast<long long>(kF384.hi), static_cast<long long>(kF384.lo));
+  x = Fold3(x, kl, _mm512_maskz_mov_epi64(0xC0, x));
+  const __m256i h = _mm256_xor_si256(_mm512_castsi512_si256(x), _mm512_extracti64x4_epi64(x, 1));
+  __m128i y = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  // 128 -> 64 -> 32 bits, then Barrett reduction modulo P.
+  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+  y = _mm_xor_si128(_mm_clmulepi64_si128(y, _mm_set_epi64x(static_cast<long long>(kF128.hi), 0), 0x10),
+                    _mm_srli_si128(y, 8));
+  y = _mm_xor_si128(
+      _mm_clmulepi64_si128(_mm_and_si128(y, mask32), _mm_set_epi64x(0, static_cast<long long>(kR5)), 0x00),
+      _mm_srli_si128(y, 4));
+  const __m128i pu = _mm_set_epi64x(static_cast<long long>(kMu33), static_cast<long long>(kPoly33));
+  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(y, mask32), pu, 0x10);
+  t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), pu, 0x00);
+  return ~static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(t, y), 1));
+}
+#undef ROCE_ZMM
+#pragma GCC diagnostic pop
+
+__attribute__((target("avx"), noinline)) void ZeroUpper() { _mm256_zeroupper(); }
+
+const bool kCpuOnePass = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq") &&
+         __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+}();
+#else
+constexpr bool kCpuOnePass = false;
+uint32_t FoldCopy(uint8_t*, const uint8_t*, size_t, uint32_t crc) { return crc; }
+void ZeroUpper() {}
+#endif
+bool g_one_pass = kCpuOnePass;
+
+}  // namespace
+
+uint32_t PlaceInOrderCrc32(void* dst, const void* src, size_t len, uint32_t crc) {
+  auto* d = static_cast<uint8_t*>(dst);
+  auto* s = static_cast<const uint8_t*>(src);
+  if (!g_one_pass || len < kPlaceCrcOnePassMin) {
+    crc = crc32_gzip_refl(crc, s, len);
+    if (kAvx2) ZeroUpper();  // ISA-L's AVX-512 fold leaves the upper halves in use
+    PlaceInOrder(d, s, len);
+    return crc;
+  }
+  // A head up to 32-byte alignment of d and a tail of less than 64 bytes:
+  // ISA-L's CRC and PlaceInOrder's stores; the blocks between in one pass.
+  const size_t head = (32 - (reinterpret_cast<uintptr_t>(d) & 31)) & 31;
+  crc = crc32_gzip_refl(crc, s, head);
+  PlaceInOrder(d, s, head);
+  d += head;
+  s += head;
+  len -= head;
+  const size_t nblk = len / 64;  // >= 7
+  crc = FoldCopy(d, s, nblk, crc);
+  d += 64 * nblk;
+  s += 64 * nblk;
+  len -= 64 * nblk;
+  crc = crc32_gzip_refl(crc, s, len);
+  ZeroUpper();
+  PlaceInOrder(d, s, len);
+  return crc;
+}
+
+bool PlaceCrcOnePass() { return g_one_pass; }
+bool SetPlaceCrcOnePass(bool on) {
+  const bool was = g_one_pass;
+  g_one_pass = on && kCpuOnePass;
+  return was;
+}
+
 #else  // not x86-64: every byte a release store (ascending, ordered)
 
 void PlaceInOrder(void* dst, const void* src, size_t len) {
@@ -132,6 +294,14 @@ void PlaceInOrder(void* dst, const void* src, size_t len) {
   auto* s = static_cast<const uint8_t*>(src);
   for (size_t i = 0; i < len; i++) __atomic_store_n(d + i, s[i], __ATOMIC_RELEASE);
 }
+
+uint32_t PlaceInOrderCrc32(void* dst, const void* src, size_t len, uint32_t crc) {
+  crc = crc32_gzip_refl(crc, static_cast<const uint8_t*>(src), len);
+  PlaceInOrder(dst, src, len);
+  return crc;
+}
+bool PlaceCrcOnePass() { return false; }
+bool SetPlaceCrcOnePass(bool) { return false; }
 
 #endif
 

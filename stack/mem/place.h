@@ -27,4 +27,23 @@ namespace roce::mem {
 
 void PlaceInOrder(void* dst, const void* src, size_t len);
 
+// PlaceInOrder, and the CRC-32 of the bytes placed (zlib's crc32: the
+// reflected Ethernet polynomial, continued from `crc`; chainable) — what a
+// receive path needs to place a payload before it knows the packet's ICRC is
+// good (stack/rc: only where every byte placed lies inside a message that
+// must be written again in full before it completes). On CPUs with AVX-512F
+// and VPCLMULQDQ, spans of kPlaceCrcOnePassMin bytes and more are copied and
+// folded in one pass over the source (64-byte loads folded by carry-less
+// multiplies while their halves are stored, ascending and 32-byte aligned);
+// elsewhere and for shorter spans it is ISA-L's CRC, then PlaceInOrder. The
+// same bytes are stored in the same order either way. Leaves the upper halves
+// of the vector registers clean (VZEROUPPER).
+uint32_t PlaceInOrderCrc32(void* dst, const void* src, size_t len, uint32_t crc);
+inline constexpr size_t kPlaceCrcOnePassMin = 512;
+// Whether PlaceInOrderCrc32 takes one pass on this CPU. For tests: force the
+// two-pass code (false) or back to what the CPU can do (true); returns the
+// previous setting. Not thread-safe; the data path never calls it.
+bool PlaceCrcOnePass();
+bool SetPlaceCrcOnePass(bool on);
+
 }  // namespace roce::mem

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "stack/mem/place.h"
+#include "stack/wire/icrc.h"
 #include "stack/wire/mad.h"
+#include "stack/wire/opcode.h"
 #include "stack/wire/packet.h"
 
 namespace roce::rc {
@@ -96,12 +99,12 @@ wire::Error RcDevice::OnFrame(wire::ByteSpan frame, uint64_t now) {
   // handling of another (a test's synchronous link) gets its own.
   if (rx_busy_) {
     wire::RocePacket p;
-    const wire::Error e = wire::ParseRoceFrame(frame, &p, cfg_.parse);
+    const wire::Error e = ParseDeferring(frame, &p);
     if (e != wire::Error::kOk) counters.rx_errors[static_cast<size_t>(e)]++;
     else OnPacket(p, now);
     return e;
   }
-  const wire::Error e = wire::ParseRoceFrame(frame, &rx_pkt_, cfg_.parse);
+  const wire::Error e = ParseDeferring(frame, &rx_pkt_);
   if (e != wire::Error::kOk) {
     counters.rx_errors[static_cast<size_t>(e)]++;
     return e;
@@ -112,8 +115,62 @@ wire::Error RcDevice::OnFrame(wire::ByteSpan frame, uint64_t now) {
   return e;
 }
 
+wire::Error RcDevice::ParseDeferring(wire::ByteSpan frame, wire::RocePacket* p) const {
+  wire::ParseOptions po = cfg_.parse;
+  const bool verify = po.verify_icrc;
+  po.verify_icrc = false;
+  p->icrc_deferred = false;
+  const wire::Error e = wire::ParseRoceFrame(frame, p, po);
+  if (e != wire::Error::kOk || !verify) return e;
+  const size_t l3 = p->l3_offset;
+  const size_t at = static_cast<size_t>(p->payload.data() - frame.data());
+  if (DeferIcrc(p->bth.opcode, p->payload.size())) {
+    wire::Icrc c;
+    if (!c.BeginAll(frame.subspan(l3, at - l3))) return wire::Error::kIcrcMismatch;
+    p->icrc_partial = c.Value();
+    p->icrc_deferred = true;
+    return e;
+  }
+  const size_t icrc_at = at + p->payload.size() + p->pad.size();
+  if (wire::ComputeIcrc(frame.subspan(l3, icrc_at - l3)) != p->icrc) return wire::Error::kIcrcMismatch;
+  return e;
+}
+
+bool RcDevice::DeferIcrc(uint8_t opcode, size_t payload_len) {
+  return opcode == wire::op::kRcWriteMiddle && payload_len >= mem::kPlaceCrcOnePassMin && mem::PlaceCrcOnePass();
+}
+
+bool RcDevice::CheckDeferred(const wire::RocePacket& p, QueuePair** placed) {
+  *placed = nullptr;
+  QueuePair* qp = p.bth.dest_qp == wire::kGsiQpn ? nullptr : FindQp(p.bth.dest_qp);
+  uint8_t* dst = qp ? qp->InPlaceTarget(p) : nullptr;
+  uint32_t crc = p.icrc_partial;
+  if (dst) {
+    crc = mem::PlaceInOrderCrc32(dst, p.payload.data(), p.payload.size(), crc);
+    counters.rx_placed_in_pass++;
+  } else {
+    crc = wire::Icrc::Extend(crc, p.payload);
+  }
+  crc = wire::Icrc::Extend(crc, p.pad);
+  if (crc != p.icrc) {
+    counters.rx_errors[static_cast<size_t>(wire::Error::kIcrcMismatch)]++;
+    if (dst) counters.rx_placed_dropped++;
+    return false;
+  }
+  if (dst) *placed = qp;
+  return true;
+}
+
 void RcDevice::OnPacket(const wire::RocePacket& p, uint64_t now) {
   AdvanceTime(now);
+  QueuePair* placed = nullptr;
+  if (p.icrc_deferred && !CheckDeferred(p, &placed)) return;
+  if (placed) {  // the same QP as below (the lookup is by the packet's QPN)
+    placed->placed_ = &p;
+    placed->OnPacket(p, now);
+    placed->placed_ = nullptr;
+    return;
+  }
   if (p.bth.dest_qp == wire::kGsiQpn) {
     if (gsi_) gsi_(p, now);
     else counters.rx_unknown_qp++;

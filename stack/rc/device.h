@@ -28,6 +28,8 @@ struct DeviceCounters {
   uint64_t rx_errors[static_cast<size_t>(wire::Error::kCount)] = {};  // by reason
   uint64_t rx_unknown_qp = 0;
   uint64_t rx_not_rc = 0;      // UD/UC/CNP-less opcodes with no handler here
+  uint64_t rx_placed_in_pass = 0;  // payloads placed as their ICRC was computed (one pass)
+  uint64_t rx_placed_dropped = 0;  // ... of which the ICRC was bad (the packet dropped after all)
   uint64_t tx_packets = 0;
   uint64_t tx_busy = 0;        // sink refused a packet
   uint64_t IcrcErrors() const { return rx_errors[static_cast<size_t>(wire::Error::kIcrcMismatch)]; }
@@ -71,9 +73,17 @@ class RcDevice {
   QueuePair* FindQp(uint32_t qpn) const;
 
   // Receive: a whole frame (parsed and ICRC-checked here) or an already
-  // parsed and verified packet.
+  // parsed packet, verified or with its ICRC check deferred (icrc_deferred:
+  // checked here first, or — an RDMA Write Middle whose place is known,
+  // QueuePair::InPlaceTarget — as its payload is placed, in one pass).
+  // OnFrame defers too, where the CPU makes the pass worth it
+  // (mem::PlaceCrcOnePass), for payloads of kPlaceCrcOnePassMin bytes and
+  // more: the simulator's corruption cases run this path.
   wire::Error OnFrame(wire::ByteSpan frame, uint64_t now);
   void OnPacket(const wire::RocePacket& p, uint64_t now);
+  // Whether a receive path should defer the ICRC check of a packet with this
+  // opcode and payload length to OnPacket.
+  static bool DeferIcrc(uint8_t opcode, size_t payload_len);
 
   // Progress: fire due timers, then let active QPs transmit (round robin) up
   // to `budget` packets. Returns packets sent.
@@ -108,6 +118,10 @@ class RcDevice {
   PacketSink* sink_;
   mem::MemoryTable mem_;
   void ExpireQuarantine();
+  // The deferred ICRC check (OnPacket); *placed: the QP whose payload is in place.
+  bool CheckDeferred(const wire::RocePacket& p, QueuePair** placed);
+  // ParseRoceFrame with cfg_.parse, the ICRC checked or deferred (DeferIcrc).
+  wire::Error ParseDeferring(wire::ByteSpan frame, wire::RocePacket* p) const;
   std::vector<std::unique_ptr<QueuePair>> qps_;  // index = qpn & mask
   std::vector<uint8_t> qp_gen_;                  // generation of the slot's last QPN
   std::deque<uint32_t> free_slots_;              // least recently freed first

@@ -326,6 +326,15 @@ class QueuePair {
   bool GapKnown();
   void OnDuplicate(const wire::RocePacket& p);
   bool TakeRecv();  // cur_recv_ from RQ/SRQ
+  // Where this packet's payload goes if it is good, when that is known before
+  // its ICRC is (RcDevice::OnPacket places it as the CRC is computed): an
+  // RDMA Write Middle at the expected PSN of a Write in progress, from the
+  // peer, MTU long, into the range the Write's First packet checked and that
+  // is still writable — so every byte it names is one the message's later
+  // packets must write again, good, before the Write can complete (and never
+  // the message's last byte, which in-order placement pollers watch). Null
+  // otherwise: the device checks the ICRC first.
+  uint8_t* InPlaceTarget(const wire::RocePacket& p) const;
   bool PlaceRecv(wire::ByteSpan data);
   void CompleteRecv(Status st, Cause cause);
   void ResponderError(uint8_t nak_code, Status recv_status, Cause cause);
@@ -459,6 +468,7 @@ class QueuePair {
   bool recv_with_imm_ = false, recv_with_inv_ = false, recv_solicited_ = false;
   uint32_t recv_imm_ = 0, recv_inv_rkey_ = 0;
   uint64_t scheduled_timer_ = 0;   // deadline the device's timer heap holds for us
+  const wire::RocePacket* placed_ = nullptr;  // its payload is in place (RcDevice::OnPacket)
   friend class RcDevice;
 
   struct ReadResource {

@@ -158,8 +158,9 @@ bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req)
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
         return false;
       }
-      // In address order: a poller of the target's last byte sees the rest (mem/place.h).
-      if (len) mem::PlaceInOrder(reinterpret_cast<void*>(write_va_), p.payload.data(), len);
+      // In address order: a poller of the target's last byte sees the rest
+      // (mem/place.h). Already there if the device placed it (InPlaceTarget).
+      if (len && placed_ != &p) mem::PlaceInOrder(reinterpret_cast<void*>(write_va_), p.payload.data(), len);
       write_va_ += len;
       write_left_ -= static_cast<uint32_t>(len);
       if (!ends) {
@@ -430,6 +431,17 @@ bool QueuePair::TakeRecv() {
   recv_off_ = 0;
   recv_with_imm_ = recv_with_inv_ = recv_solicited_ = false;
   return true;
+}
+
+uint8_t* QueuePair::InPlaceTarget(const RocePacket& p) const {
+  if ((state_ != QpState::kRtr && state_ != QpState::kRts) || error_pending_ || in_msg_ != InMsg::kWrite ||
+      p.bth.opcode != op::kRcWriteMiddle || p.bth.psn != epsn_ || p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_))
+    return nullptr;
+  const size_t len = p.payload.size();
+  if (len != attr_.path_mtu || len > write_left_ || responses_.size() >= max_responses_ ||
+      mem_->CheckRemote(write_rkey_, write_va_, len, mem::kRemoteWrite) != mem::Result::kOk)
+    return nullptr;
+  return reinterpret_cast<uint8_t*>(write_va_);
 }
 
 bool QueuePair::PlaceRecv(ByteSpan data) {

@@ -402,6 +402,9 @@ bool Icrc::BeginAll(ByteSpan in) {
 }
 
 void Icrc::Update(ByteSpan more) { crc_ = IsalCrc(crc_, more.data(), more.size()); }
+uint32_t Icrc::Extend(uint32_t value, ByteSpan more) {
+  return more.empty() ? value : IsalCrc(value, more.data(), more.size());
+}
 
 uint32_t ComputeIcrc(ByteSpan l3, bool* ok) {
   if (const size_t kind = ClmulKind(l3.data(), l3.size())) {  // one pass, masked as it loads

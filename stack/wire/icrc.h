@@ -37,6 +37,8 @@ class Icrc {
   size_t begun() const { return begun_; }
   void Update(ByteSpan more);
   uint32_t Value() const { return crc_; }
+  // What Update does, from a Value(): the ICRC continued over `more`.
+  static uint32_t Extend(uint32_t value, ByteSpan more);
 
  private:
   uint32_t crc_ = 0;

@@ -77,6 +77,13 @@ struct RocePacket : NetHeaders, ExtHeaders {
   // Offsets into the frame, filled by ParseRoceFrame.
   uint16_t l3_offset = 0;
   uint16_t bth_offset = 0;
+  // Set by a receive path that leaves the ICRC check to the placement of the
+  // payload (rc::RcDevice::OnPacket: the CRC computed as the payload is
+  // copied, mem::PlaceInOrderCrc32): icrc_partial is the ICRC of everything
+  // before the payload (Icrc::Value()); payload, pad and icrc are set.
+  // Nothing may act on such a packet before the device has checked it.
+  bool icrc_deferred = false;
+  uint32_t icrc_partial = 0;
 
   const OpcodeInfo& info() const { return GetOpcodeInfo(bth.opcode); }
   bool Has(HeaderBit h) const { return info().headers & h; }

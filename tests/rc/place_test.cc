@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <zlib.h>
+
 #include "stack/mem/place.h"
 #include "tests/support/test_support.h"
 
@@ -88,6 +90,63 @@ TEST(PlaceInOrder, APollerOfTheLastByteSeesEveryByte) {
     }
   }
 }
+
+// PlaceInOrderCrc32 in both its codes (the one-pass copy + fold where the CPU
+// has it, the CRC then PlaceInOrder everywhere): PlaceInOrder's bytes and
+// zlib's crc32 of them, continued from a seed, for every destination
+// alignment within 64 bytes and lengths across the one-pass threshold and
+// the fold's block and four-block steps; nothing outside the destination.
+class PlaceCrc : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    SetPlaceCrcOnePass(GetParam());
+    if (GetParam() && !PlaceCrcOnePass())
+      ROCE_SKIP_ALLOWED("this CPU has no AVX-512 VPCLMULQDQ (only the two-pass code runs)");
+    ASSERT_EQ(PlaceCrcOnePass(), GetParam());
+  }
+  void TearDown() override { SetPlaceCrcOnePass(true); }
+};
+
+TEST_P(PlaceCrc, BytesAndCrcOfEveryAlignmentAndLength) {
+  std::vector<uint8_t> src(20000), dst(20300), want(20300);
+  for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  std::vector<size_t> lens = {0, 1, 3, 31, 64, 255, 256, 511};
+  for (size_t n = kPlaceCrcOnePassMin - 40; n <= kPlaceCrcOnePassMin + 300; n += 13) lens.push_back(n);
+  for (size_t n : {1023u, 1024u, 1025u, 2048u, 4096u, 4100u, 4159u, 8192u, 9000u, 16384u, 19999u})
+    lens.push_back(n);
+  for (size_t da = 0; da < 64; da += 3) {
+    for (size_t sa : {0u, 1u, 17u, 32u}) {
+      for (size_t n : lens) {
+        if (sa + n > src.size()) continue;
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        want = dst;
+        std::memcpy(want.data() + 64 + da, src.data() + sa, n);
+        const uint32_t seed = static_cast<uint32_t>(n * 0x9E3779B9u + da);
+        const uint32_t ref = static_cast<uint32_t>(crc32(seed, src.data() + sa, static_cast<uInt>(n)));
+        const uint32_t got = PlaceInOrderCrc32(dst.data() + 64 + da, src.data() + sa, n, seed);
+        ASSERT_EQ(got, ref) << "dst alignment " << da << ", src alignment " << sa << ", length " << n;
+        ASSERT_EQ(dst, want) << "dst alignment " << da << ", src alignment " << sa << ", length " << n;
+      }
+    }
+  }
+  // Chained: a message in packet-sized pieces gives the CRC of the whole.
+  uint32_t c = 0;
+  for (size_t off = 0; off < 16384; off += 4096) c = PlaceInOrderCrc32(dst.data() + off, src.data() + off, 4096, c);
+  EXPECT_EQ(c, static_cast<uint32_t>(crc32(0, src.data(), 16384)));
+}
+
+TEST_P(PlaceCrc, APollerOfTheLastByteSeesEveryByte) {
+  if (std::thread::hardware_concurrency() < 2) ROCE_SKIP_ALLOWED("needs two cores (a poller beside the writer)");
+  auto place = [](void* d, const void* s, size_t l) { PlaceInOrderCrc32(d, s, l, 0); };
+  for (size_t len : {1000u, 4096u}) {
+    for (size_t offset : {0u, 5u, 48u}) {
+      EXPECT_EQ(TornReads(place, len, offset, 3000), 0) << len << " bytes at offset " << offset;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Code, PlaceCrc, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "OnePass" : "TwoPass"; });
 
 // The check itself can fail: a copy that stores its first byte last (as
 // glibc's memcpy stores its first 32 bytes last) — here only once the reader

@@ -968,6 +968,8 @@ WorkloadResult Workload::Run() {
     const DeviceCounters& d = h.node->dev().counters;
     res_.dev.rx_frames += d.rx_frames;
     res_.dev.rx_unknown_qp += d.rx_unknown_qp;
+    res_.dev.rx_placed_in_pass += d.rx_placed_in_pass;
+    res_.dev.rx_placed_dropped += d.rx_placed_dropped;
     res_.dev.tx_packets += d.tx_packets;
     for (size_t i = 0; i < static_cast<size_t>(wire::Error::kCount); i++)
       res_.dev.rx_errors[i] += d.rx_errors[i];

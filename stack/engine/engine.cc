@@ -451,9 +451,9 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
     return;
   }
   const uint8_t pad = p.bth.pad_count;
-  p.icrc_deferred = false;
   if (po.verify_icrc && rc::RcDevice::DeferIcrc(p.bth.opcode, lay.payload_len) && DeferIcrc(head, avail, m, lay, p)) {
     rc_->OnPacket(p, now);  // checks the ICRC (as it places the payload) before anything acts on it
+    p.icrc_deferred = false;  // (p is reused: every other packet leaves here with it clear)
     return;
   }
   if (lay.end <= avail) {  // the whole datagram in the first segment

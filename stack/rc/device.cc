@@ -136,10 +136,6 @@ wire::Error RcDevice::ParseDeferring(wire::ByteSpan frame, wire::RocePacket* p) 
   return e;
 }
 
-bool RcDevice::DeferIcrc(uint8_t opcode, size_t payload_len) {
-  return opcode == wire::op::kRcWriteMiddle && payload_len >= mem::kPlaceCrcOnePassMin && mem::PlaceCrcOnePass();
-}
-
 bool RcDevice::CheckDeferred(const wire::RocePacket& p, QueuePair** placed) {
   *placed = nullptr;
   QueuePair* qp = p.bth.dest_qp == wire::kGsiQpn ? nullptr : FindQp(p.bth.dest_qp);
@@ -163,13 +159,15 @@ bool RcDevice::CheckDeferred(const wire::RocePacket& p, QueuePair** placed) {
 
 void RcDevice::OnPacket(const wire::RocePacket& p, uint64_t now) {
   AdvanceTime(now);
-  QueuePair* placed = nullptr;
-  if (p.icrc_deferred && !CheckDeferred(p, &placed)) return;
-  if (placed) {  // the same QP as below (the lookup is by the packet's QPN)
-    placed->placed_ = &p;
-    placed->OnPacket(p, now);
-    placed->placed_ = nullptr;
-    return;
+  if (p.icrc_deferred) [[unlikely]] {
+    QueuePair* placed = nullptr;
+    if (!CheckDeferred(p, &placed)) return;
+    if (placed) {  // the QP the packet's QPN names, as below
+      placed->placed_ = &p;
+      placed->OnPacket(p, now);
+      placed->placed_ = nullptr;
+      return;
+    }
   }
   if (p.bth.dest_qp == wire::kGsiQpn) {
     if (gsi_) gsi_(p, now);

@@ -15,11 +15,13 @@
 #include <absl/container/flat_hash_set.h>
 
 #include "stack/mem/memory_table.h"
+#include "stack/mem/place.h"
 #include "stack/rc/qp.h"
 #include "stack/rc/queues.h"
 #include "stack/rc/tx.h"
 #include "stack/rc/types.h"
 #include "stack/wire/error.h"
+#include "stack/wire/opcode.h"
 
 namespace roce::rc {
 
@@ -83,7 +85,9 @@ class RcDevice {
   void OnPacket(const wire::RocePacket& p, uint64_t now);
   // Whether a receive path should defer the ICRC check of a packet with this
   // opcode and payload length to OnPacket.
-  static bool DeferIcrc(uint8_t opcode, size_t payload_len);
+  static bool DeferIcrc(uint8_t opcode, size_t payload_len) {
+    return opcode == wire::op::kRcWriteMiddle && payload_len >= mem::kPlaceCrcOnePassMin && mem::PlaceCrcOnePass();
+  }
 
   // Progress: fire due timers, then let active QPs transmit (round robin) up
   // to `budget` packets. Returns packets sent.

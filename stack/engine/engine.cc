@@ -424,10 +424,11 @@ void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
 // chain they start, or null for a contiguous frame). Parsed once, here, from
 // the first segment; the ICRC is verified over the segments where they lie
 // before anything of the packet reaches a queue pair, so a corrupted packet
-// leaves no byte behind — except an RDMA Write Middle whose payload lies in
-// one segment (rc::RcDevice::DeferIcrc): the device checks its ICRC as it
-// places it, in one pass, where the packet's own good copy must write the same
-// bytes before the Write can complete (rc::QueuePair::InPlaceTarget). The
+// leaves no byte behind — except an RDMA Write or Send Middle whose payload
+// lies in one segment (rc::RcDevice::DeferIcrc): the device checks its ICRC
+// as it places it, in one pass, where the packet's own good copy must write
+// the same bytes before the message can complete (rc::QueuePair::
+// InPlaceTarget). The
 // payload is handed on in place when it lies in one segment (a chain from a
 // zero-copy sender: header | payload | pad+ICRC), and copied together only
 // when a segment boundary cuts it.

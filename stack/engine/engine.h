@@ -12,7 +12,7 @@
 // the IPv6 UDP checksum offloaded where the port can and in software
 // otherwise. On receive each RoCEv2 frame is parsed once, from its first
 // segment (wire::ParseRoceHeaders); the ICRC is verified over the segments in
-// place before the packet reaches a queue pair (for an RDMA Write Middle, as
+// place before the packet reaches a queue pair (for a Write or Send Middle, as
 // the device places its payload: one pass, rc::RcDevice::OnPacket), and the
 // payload is handed on in place unless a segment boundary cuts it.
 //

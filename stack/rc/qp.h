@@ -330,12 +330,15 @@ class QueuePair {
   // its ICRC is (RcDevice::OnPacket places it as the CRC is computed): an
   // RDMA Write Middle at the expected PSN of a Write in progress, from the
   // peer, MTU long, into the range the Write's First packet checked and that
-  // is still writable — so every byte it names is one the message's later
-  // packets must write again, good, before the Write can complete (and never
-  // the message's last byte, which in-order placement pollers watch). Null
-  // otherwise: the device checks the ICRC first.
+  // is still writable; or a Send Middle likewise, into one writable SGE of the
+  // receive its First took. So every byte it names is one the packet's good
+  // copy must write again before the message can complete (and never a
+  // Write's last byte, which in-order placement pollers watch; a receive's
+  // bytes mean nothing before its completion). Null otherwise: the device
+  // checks the ICRC first.
   uint8_t* InPlaceTarget(const wire::RocePacket& p) const;
-  bool PlaceRecv(wire::ByteSpan data);
+  // placed: the bytes are already there (InPlaceTarget); checked and counted only.
+  bool PlaceRecv(wire::ByteSpan data, bool placed = false);
   void CompleteRecv(Status st, Cause cause);
   void ResponderError(uint8_t nak_code, Status recv_status, Cause cause);
   size_t ResponderTx(uint64_t now, size_t budget);

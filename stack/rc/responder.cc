@@ -105,7 +105,7 @@ bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req)
         QueueNak(syndrome::Rnr(attr_.min_rnr_timer), epsn_);
         return false;
       }
-      if (!PlaceRecv(p.payload)) return false;
+      if (!PlaceRecv(p.payload, placed_ == &p)) return false;  // already there: InPlaceTarget
       if (!ends) {
         in_msg_ = InMsg::kSend;
         break;
@@ -434,17 +434,34 @@ bool QueuePair::TakeRecv() {
 }
 
 uint8_t* QueuePair::InPlaceTarget(const RocePacket& p) const {
-  if ((state_ != QpState::kRtr && state_ != QpState::kRts) || error_pending_ || in_msg_ != InMsg::kWrite ||
-      p.bth.opcode != op::kRcWriteMiddle || p.bth.psn != epsn_ || p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_))
+  if ((state_ != QpState::kRtr && state_ != QpState::kRts) || error_pending_ || p.bth.psn != epsn_ ||
+      p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_))
     return nullptr;
   const size_t len = p.payload.size();
-  if (len != attr_.path_mtu || len > write_left_ || responses_.size() >= max_responses_ ||
-      mem_->CheckRemote(write_rkey_, write_va_, len, mem::kRemoteWrite) != mem::Result::kOk)
-    return nullptr;
-  return reinterpret_cast<uint8_t*>(write_va_);
+  if (len != attr_.path_mtu || responses_.size() >= max_responses_) return nullptr;
+  if (p.bth.opcode == op::kRcWriteMiddle && in_msg_ == InMsg::kWrite) {
+    if (len > write_left_ ||
+        mem_->CheckRemote(write_rkey_, write_va_, len, mem::kRemoteWrite) != mem::Result::kOk)
+      return nullptr;
+    return reinterpret_cast<uint8_t*>(write_va_);
+  }
+  if (p.bth.opcode == op::kRcSendMiddle && in_msg_ == InMsg::kSend && have_recv_ &&
+      recv_off_ + len <= cur_recv_.length) {
+    // Within one SGE of the receive (PlaceRecv checks the same SGE).
+    uint64_t pos = 0;
+    for (uint32_t i = 0; i < cur_recv_.num_sge && pos <= recv_off_; i++) {
+      const Sge& s = cur_sges_[i];
+      if (recv_off_ + len <= pos + s.length) {
+        if (mem_->CheckLocal(s.lkey, s.addr, s.length, mem::kLocalWrite) != mem::Result::kOk) return nullptr;
+        return reinterpret_cast<uint8_t*>(s.addr + (recv_off_ - pos));
+      }
+      pos += s.length;
+    }
+  }
+  return nullptr;
 }
 
-bool QueuePair::PlaceRecv(ByteSpan data) {
+bool QueuePair::PlaceRecv(ByteSpan data, bool placed) {
   if (recv_off_ + data.size() > cur_recv_.length) {
     ResponderError(syndrome::kNakInvalidRequest, Status::kBufferOverflow, Cause::kLocalLength);
     return false;
@@ -464,7 +481,7 @@ bool QueuePair::PlaceRecv(ByteSpan data) {
     }
     pos += s.length;
   }
-  ScatterToSges(cur_sges_, cur_recv_.num_sge, recv_off_, data);
+  if (!placed) ScatterToSges(cur_sges_, cur_recv_.num_sge, recv_off_, data);
   recv_off_ = end;
   return true;
 }

@@ -307,12 +307,13 @@ TEST_F(EngineRing, RecoversFromLossInjectedByThePort) {
   EXPECT_GT(h(0).port->Stats().tx_faults.dropped + h(0).port->Stats().rx_faults.dropped, 0u);
 }
 
-// RDMA Write Middle packets are placed as their ICRC is computed (one pass,
-// mem::PlaceInOrderCrc32) and checked only then. WritesLandExactly: four
-// 256 KB Writes from a into the middle of a target on b, each compared whole,
-// and the target's bytes around it untouched; returns b's device counters
-// over them.
-rc::DeviceCounters WritesLandExactly(tools::TwoStacks& ts, uint64_t seed_bytes) {
+// RDMA Write and Send Middle packets are placed as their ICRC is computed
+// (one pass, mem::PlaceInOrderCrc32) and checked only then.
+// TransfersLandExactly: four 256 KB Writes (or Sends into a receive of
+// exactly that size) from a into the middle of a buffer on b, each compared
+// whole, and the buffer's bytes around it untouched; returns b's device
+// counters over them.
+rc::DeviceCounters TransfersLandExactly(tools::TwoStacks& ts, uint64_t seed_bytes, bool send) {
   constexpr size_t kGuard = 4096, kLen = 256 * 1024;
   std::vector<uint8_t> src(kLen), target(kLen + 2 * kGuard, 0xEE);
   mem::RegionInfo sr, tr;
@@ -331,12 +332,17 @@ rc::DeviceCounters WritesLandExactly(tools::TwoStacks& ts, uint64_t seed_bytes) 
   }
   for (int round = 0; round < 4; round++) {
     for (size_t i = 0; i < kLen; i++) src[i] = static_cast<uint8_t>((i * 7 + round * 31 + seed_bytes) >> 2);
+    Sge into{reinterpret_cast<uint64_t>(target.data() + kGuard), static_cast<uint32_t>(kLen), tr.local_token};
+    if (send) {
+      rc::RecvWr r{static_cast<uint64_t>(200 + round), &into, 1};
+      EXPECT_EQ(ts.PostRecv(ts.b(), r), rc::PostResult::kOk);
+    }
     Sge s{reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(kLen), sr.local_token};
     rc::SendWr w;
     w.sge = &s;
     w.num_sge = 1;
     w.context = 100 + round;
-    w.op = WrOp::kWrite;
+    w.op = send ? WrOp::kSend : WrOp::kWrite;
     w.remote_addr = reinterpret_cast<uint64_t>(target.data() + kGuard);
     w.rkey = tr.remote_token;
     EXPECT_EQ(ts.Post(ts.a(), w), rc::PostResult::kOk);
@@ -344,6 +350,13 @@ rc::DeviceCounters WritesLandExactly(tools::TwoStacks& ts, uint64_t seed_bytes) 
     EXPECT_EQ(c.size(), 1u);
     if (c.size() != 1) break;
     EXPECT_EQ(c[0].status, Status::kSuccess) << rc::CauseName(c[0].cause);
+    if (send) {
+      auto rcv = ts.Wait(*ts.b().rcq, 1);
+      EXPECT_EQ(rcv.size(), 1u);
+      if (rcv.size() != 1) break;
+      EXPECT_EQ(rcv[0].status, Status::kSuccess);
+      EXPECT_EQ(rcv[0].bytes, kLen);
+    }
     EXPECT_EQ(0, memcmp(src.data(), target.data() + kGuard, kLen)) << "round " << round;
     size_t outside = 0;
     for (size_t i = 0; i < kGuard; i++) outside += (target[i] != 0xEE) + (target[kGuard + kLen + i] != 0xEE);
@@ -365,12 +378,12 @@ rc::DeviceCounters WritesLandExactly(tools::TwoStacks& ts, uint64_t seed_bytes) 
   return d;
 }
 
-// A bit of 5% of the frames b receives flipped: the Write Middles whose ICRC
-// turned out bad after they were placed are dropped, sent again, and every
-// Write still lands whole and only where it was aimed. (The port copies a
+// A bit of 5% of the frames b receives flipped: the Middles whose ICRC turned
+// out bad after they were placed are dropped, sent again, and every Write and
+// Send still lands whole and only where it was aimed. (The port copies a
 // frame before it flips a bit, so these arrive in one segment.) Then the same
 // with the two-pass code (the ICRC first): nothing placed in pass.
-TEST_F(EngineRing, WriteMiddlePlacedAsItsIcrcIsComputedSurvivesCorruption) {
+TEST_F(EngineRing, MiddlesPlacedAsTheirIcrcIsComputedSurviveCorruption) {
   mem::SetPlaceCrcOnePass(true);
   if (!mem::PlaceCrcOnePass()) ROCE_SKIP_ALLOWED("this CPU has no AVX-512 VPCLMULQDQ: the ICRC is checked first");
   port::FaultConfig f;
@@ -379,33 +392,42 @@ TEST_F(EngineRing, WriteMiddlePlacedAsItsIcrcIsComputedSurvivesCorruption) {
   tools::TwoStacksOptions o = Options("eng_corrupt", false, 1024);
   o.faults_b = f;
   ASSERT_NO_FATAL_FAILURE(Open(o));
-  rc::DeviceCounters d = WritesLandExactly(*ts_, 1);
+  for (bool send : {false, true}) {
+    SCOPED_TRACE(send ? "Send" : "Write");
+    rc::DeviceCounters d = TransfersLandExactly(*ts_, send ? 4 : 1, send);
+    EXPECT_GT(d.IcrcErrors(), 0u);
+    EXPECT_GT(d.rx_placed_in_pass, 50u);  // those that came in sequence of the 4 x 254 Middles
+    EXPECT_GT(d.rx_placed_dropped, 0u);
+    EXPECT_LT(d.rx_placed_dropped, d.IcrcErrors() + 1);
+  }
   EXPECT_GT(h(1).port->Stats().rx_faults.corrupted, 0u);
-  EXPECT_GT(d.IcrcErrors(), 0u);
-  EXPECT_GT(d.rx_placed_in_pass, 50u);  // those that came in sequence of the 4 x 254 Write Middles
-  EXPECT_GT(d.rx_placed_dropped, 0u);
-  EXPECT_LT(d.rx_placed_dropped, d.IcrcErrors() + 1);
   mem::SetPlaceCrcOnePass(false);
-  d = WritesLandExactly(*ts_, 2);
+  for (bool send : {false, true}) {
+    SCOPED_TRACE(send ? "Send, two passes" : "Write, two passes");
+    rc::DeviceCounters d = TransfersLandExactly(*ts_, send ? 5 : 2, send);
+    EXPECT_GT(d.IcrcErrors(), 0u);
+    EXPECT_EQ(d.rx_placed_in_pass, 0u);
+    EXPECT_EQ(d.rx_placed_dropped, 0u);
+  }
   mem::SetPlaceCrcOnePass(true);
-  EXPECT_GT(d.IcrcErrors(), 0u);
-  EXPECT_EQ(d.rx_placed_in_pass, 0u);
-  EXPECT_EQ(d.rx_placed_dropped, 0u);
 }
 
-// Without faults, from the zero-copy sender: each Write Middle's payload is
-// a segment of its own (header | payload | pad + ICRC), placed in one pass
-// from there; at MTU 4096, 62 of every Write's 64 packets.
-TEST_F(EngineRing, WriteMiddlePlacedInOnePassFromAZeroCopyChain) {
+// Without faults, from the zero-copy sender: each Middle's payload is a
+// segment of its own (header | payload | pad + ICRC), placed in one pass
+// from there; at MTU 4096, 62 of every 256 KB message's 64 packets.
+TEST_F(EngineRing, MiddlesPlacedInOnePassFromAZeroCopyChain) {
   mem::SetPlaceCrcOnePass(true);
   if (!mem::PlaceCrcOnePass()) ROCE_SKIP_ALLOWED("this CPU has no AVX-512 VPCLMULQDQ: the ICRC is checked first");
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_inpass")));
-  const uint64_t zc0 = h(0).eng->counters().tx_zero_copy;
-  rc::DeviceCounters d = WritesLandExactly(*ts_, 3);
-  EXPECT_GE(h(0).eng->counters().tx_zero_copy - zc0, 4u * 64);
-  EXPECT_EQ(d.IcrcErrors(), 0u);
-  EXPECT_EQ(d.rx_placed_in_pass, 4u * 62);
-  EXPECT_EQ(d.rx_placed_dropped, 0u);
+  for (bool send : {false, true}) {
+    SCOPED_TRACE(send ? "Send" : "Write");
+    const uint64_t zc0 = h(0).eng->counters().tx_zero_copy;
+    rc::DeviceCounters d = TransfersLandExactly(*ts_, 3, send);
+    EXPECT_GE(h(0).eng->counters().tx_zero_copy - zc0, 4u * 64);
+    EXPECT_EQ(d.IcrcErrors(), 0u);
+    EXPECT_EQ(d.rx_placed_in_pass, 4u * 62);
+    EXPECT_EQ(d.rx_placed_dropped, 0u);
+  }
 }
 
 // The connection manager over the ring: a connects to b's listener with CM

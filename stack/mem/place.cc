@@ -8,6 +8,8 @@
 #include <immintrin.h>
 #endif
 
+#include "stack/wire/crc_fold.h"
+
 namespace roce::mem {
 
 #if defined(__x86_64__)
@@ -138,35 +140,13 @@ namespace {
 // multiplied by x^(D+32) and x^(D-32) mod P (bit-reflected, shifted left by
 // one) and XOR-ed there. Four accumulators take 256 bytes per turn; each
 // block loaded is stored as two aligned 32-byte halves, in address order, so
-// the destination sees what PlaceInOrder would give it. The constants are
-// computed here from P (the known D = 128 and 512 pairs check them).
-constexpr uint32_t XPowModP(unsigned n) {  // x^n mod P, P = 0x104C11DB7, normal bit order
-  uint64_t r = 1;
-  for (unsigned i = 0; i < n; i++) {
-    r <<= 1;
-    if (r & 0x100000000ull) r ^= 0x104C11DB7ull;
-  }
-  return static_cast<uint32_t>(r);
-}
-constexpr uint64_t FoldConst(unsigned n) {
-  const uint32_t v = XPowModP(n);
-  uint32_t r = 0;
-  for (int i = 0; i < 32; i++)
-    if ((v >> i) & 1) r |= 1u << (31 - i);
-  return uint64_t{r} << 1;
-}
-struct FoldK {
-  uint64_t lo, hi;  // multiply a lane's low (earlier) and high qword
-};
-constexpr FoldK FoldAcross(unsigned bits) { return {FoldConst(bits + 32), FoldConst(bits - 32)}; }
+// the destination sees what PlaceInOrder would give it. The constants and the
+// final reduction are the ICRC's (stack/wire/crc_fold.h).
+using wire::crc_fold::FoldAcross;
+using wire::crc_fold::FoldK;
 constexpr FoldK kF128 = FoldAcross(128), kF256 = FoldAcross(256), kF384 = FoldAcross(384),
                 kF512 = FoldAcross(512), kF1024 = FoldAcross(1024), kF1536 = FoldAcross(1536),
                 kF2048 = FoldAcross(2048);
-constexpr uint64_t kR5 = FoldConst(64);    // 64 -> 32 bits
-constexpr uint64_t kPoly33 = 0x1db710641;  // P, reflected
-constexpr uint64_t kMu33 = 0x1f7011641;    // x^64 / P, reflected
-static_assert(kF128.lo == 0x1751997d0 && kF128.hi == 0x0ccaa009e && kF512.lo == 0x154442bd4 &&
-              kF512.hi == 0x1c6e41596 && kR5 == 0x163cd6124);
 
 #if defined(__GNUC__)
 // GCC 12's _mm512_castsi512_si256 passes an undefined vector to the builtin
@@ -219,18 +199,7 @@ ROCE_ZMM __attribute__((noinline)) uint32_t FoldCopy(uint8_t* d, const uint8_t* 
                                       static_cast<long long>(kF384.hi), static_cast<long long>(kF384.lo));
   x = Fold3(x, kl, _mm512_maskz_mov_epi64(0xC0, x));
   const __m256i h = _mm256_xor_si256(_mm512_castsi512_si256(x), _mm512_extracti64x4_epi64(x, 1));
-  __m128i y = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-  // 128 -> 64 -> 32 bits, then Barrett reduction modulo P.
-  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
-  y = _mm_xor_si128(_mm_clmulepi64_si128(y, _mm_set_epi64x(static_cast<long long>(kF128.hi), 0), 0x10),
-                    _mm_srli_si128(y, 8));
-  y = _mm_xor_si128(
-      _mm_clmulepi64_si128(_mm_and_si128(y, mask32), _mm_set_epi64x(0, static_cast<long long>(kR5)), 0x00),
-      _mm_srli_si128(y, 4));
-  const __m128i pu = _mm_set_epi64x(static_cast<long long>(kMu33), static_cast<long long>(kPoly33));
-  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(y, mask32), pu, 0x10);
-  t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), pu, 0x00);
-  return ~static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(t, y), 1));
+  return wire::crc_fold::Reduce128(_mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
 }
 #undef ROCE_ZMM
 #pragma GCC diagnostic pop

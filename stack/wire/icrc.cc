@@ -10,6 +10,7 @@
 #include <array>
 #include <cstring>
 
+#include "stack/wire/crc_fold.h"
 #include "stack/wire/headers.h"
 
 namespace roce::wire {
@@ -138,19 +139,15 @@ inline size_t FastSeed(const uint8_t* p, size_t len, uint32_t* seed) {
 // groups of four (independent multiplies, one fold of latency per 64 bytes),
 // then 128 bits are reduced to 32 (Barrett).
 //
-// Fold constants: x^(D+32) and x^(D-32) mod P for a distance of D bits,
-// bit-reflected and shifted left by one (tools: a few lines of polynomial
-// arithmetic; the known D = 128 and 512 pairs check them).
-struct FoldK {
-  uint64_t lo, hi;  // multiplies the block's low (earlier) and high qword
-};
-constexpr FoldK kFold16{0x1751997d0, 0x0ccaa009e};
-constexpr FoldK kFold32{0x0f1da05aa, 0x15a546366};
-constexpr FoldK kFold48{0x03db1ecdc, 0x174359406};
-constexpr FoldK kFold64{0x154442bd4, 0x1c6e41596};
-constexpr uint64_t kR5 = 0x163cd6124;       // 64 -> 32 bits
-constexpr uint64_t kPoly33 = 0x1db710641;   // P, reflected
-constexpr uint64_t kMu33 = 0x1f7011641;     // x^64 / P, reflected
+// Fold constants and the final reduction: stack/wire/crc_fold.h. kFoldN folds
+// a block across N bytes.
+using crc_fold::FoldK;
+constexpr FoldK kFold16 = crc_fold::FoldAcross(128);
+constexpr FoldK kFold32 = crc_fold::FoldAcross(256);
+constexpr FoldK kFold48 = crc_fold::FoldAcross(384);
+constexpr FoldK kFold64 = crc_fold::FoldAcross(512);
+static_assert(kFold32.lo == 0x0f1da05aa && kFold32.hi == 0x15a546366 && kFold48.lo == 0x03db1ecdc &&
+              kFold48.hi == 0x174359406);
 
 // The variant fields of IP + UDP + BTH as OR masks by offset from the IP
 // header, then zeros (loaded at 16k - n for the blocks that hold any: k <= 2
@@ -237,18 +234,7 @@ ROCE_CLMUL uint32_t IcrcClmulBody(const uint8_t* p, size_t len) {
     default:
       break;
   }
-  // 128 -> 64 -> 32 bits, then Barrett reduction modulo P.
-  const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
-  x = _mm_xor_si128(
-      _mm_clmulepi64_si128(x, _mm_set_epi64x(static_cast<long long>(kFold16.hi), 0), 0x10),
-      _mm_srli_si128(x, 8));
-  x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, mask32),
-                                         _mm_set_epi64x(0, static_cast<long long>(kR5)), 0x00),
-                    _mm_srli_si128(x, 4));
-  const __m128i pu = _mm_set_epi64x(static_cast<long long>(kMu33), static_cast<long long>(kPoly33));
-  __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), pu, 0x10);
-  t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), pu, 0x00);
-  return ~static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(t, x), 1));
+  return crc_fold::Reduce128(x);
 }
 #undef ROCE_CLMUL
 

@@ -420,6 +420,32 @@ void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
   counters_.rx_other++;
 }
 
+// p.pad, p.icrc and p.trailer of a frame laid out as `lay` whose first
+// `avail` bytes are at `head` (m: its chain, or null for a contiguous frame;
+// a chain has no trailer). False if the pad or the ICRC is not all there.
+inline bool Engine::ReadPadIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m, const FrameLayout& lay,
+                                RocePacket& p) {
+  if (lay.end <= avail) [[likely]] {
+    p.pad = ByteSpan(head + lay.payload + lay.payload_len, p.bth.pad_count);
+    p.icrc = Load32Le(head + lay.icrc);
+    p.trailer = ByteSpan(head + lay.end, avail - lay.end);
+    return true;
+  }
+  return m && ReadPadIcrcChained(m, lay, p);
+}
+
+bool Engine::ReadPadIcrcChained(const rte_mbuf* m, const FrameLayout& lay, RocePacket& p) {
+  const uint8_t pad = p.bth.pad_count;
+  uint8_t icrc_bytes[kIcrcLen];
+  const ByteSpan ib = port::ReadContiguous(m, lay.icrc, kIcrcLen, icrc_bytes);
+  const ByteSpan pb = port::ReadContiguous(m, lay.payload + lay.payload_len, pad, rx_pad_);
+  if (ib.size() != kIcrcLen || pb.size() != pad) return false;
+  p.icrc = Load32Le(ib.data());
+  p.pad = pb;
+  p.trailer = ByteSpan();
+  return true;
+}
+
 // A RoCEv2 frame of `len` bytes whose first `avail` are at `head` (m: the
 // chain they start, or null for a contiguous frame). Parsed once, here, from
 // the first segment; the ICRC is verified over the segments where they lie
@@ -451,7 +477,6 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
     dc.rx_errors[static_cast<size_t>(e)]++;
     return;
   }
-  const uint8_t pad = p.bth.pad_count;
   if (po.verify_icrc && rc::RcDevice::DeferIcrc(p.bth.opcode, lay.payload_len) && DeferIcrc(head, avail, m, lay, p)) {
     rc_->OnPacket(p, now);  // checks the ICRC (as it places the payload) before anything acts on it
     p.icrc_deferred = false;  // (p is reused: every other packet leaves here with it clear)
@@ -459,9 +484,7 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
   }
   if (lay.end <= avail) {  // the whole datagram in the first segment
     p.payload = ByteSpan(head + lay.payload, lay.payload_len);
-    p.pad = ByteSpan(head + lay.payload + lay.payload_len, pad);
-    p.icrc = Load32Le(head + lay.icrc);
-    p.trailer = ByteSpan(head + lay.end, avail - lay.end);
+    ReadPadIcrc(head, avail, m, lay, p);
     if (po.verify_icrc && ComputeIcrc(ByteSpan(head + lay.l3, lay.icrc - lay.l3)) != p.icrc) {
       dc.rx_errors[static_cast<size_t>(Error::kIcrcMismatch)]++;
       return;
@@ -487,13 +510,10 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
       }
       off += seg->data_len;
     }
-    uint8_t icrc_bytes[kIcrcLen];
-    const ByteSpan ib = port::ReadContiguous(m, lay.icrc, kIcrcLen, icrc_bytes);
-    if (ib.size() != kIcrcLen) {
+    if (!ReadPadIcrc(head, avail, m, lay, p)) {
       dc.rx_errors[static_cast<size_t>(Error::kTruncated)]++;
       return;
     }
-    p.icrc = Load32Le(ib.data());
     if (po.verify_icrc && c.Value() != p.icrc) {
       dc.rx_errors[static_cast<size_t>(Error::kIcrcMismatch)]++;
       return;
@@ -512,11 +532,10 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
       p.payload = ByteSpan(scratch_.data(), lay.payload_len);
       counters_.rx_linearized++;
     }
-    p.pad = ByteSpan(port::ReadContiguous(m, lay.payload + lay.payload_len, pad, rx_pad_).data(), pad);
-    p.trailer = ByteSpan();
   }
   rc_->OnPacket(p, now);
 }
+
 
 // The ICRC of what precedes the payload, the payload where it lies (in one
 // segment), the pad and the ICRC, for the device to check as it places the
@@ -524,7 +543,6 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
 // segment boundary (the caller checks the ICRC first, as for any packet).
 bool Engine::DeferIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m, const FrameLayout& lay,
                        RocePacket& p) {
-  const uint8_t pad = p.bth.pad_count;
   const uint8_t* pay;
   if (lay.payload + lay.payload_len <= avail) {
     pay = head + lay.payload;
@@ -533,20 +551,7 @@ bool Engine::DeferIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m, con
   } else {
     return false;
   }
-  if (lay.end <= avail) {
-    p.pad = ByteSpan(head + lay.payload + lay.payload_len, pad);
-    p.icrc = Load32Le(head + lay.icrc);
-    p.trailer = ByteSpan(head + lay.end, avail - lay.end);
-  } else {
-    if (!m) return false;
-    uint8_t icrc_bytes[kIcrcLen];
-    const ByteSpan ib = port::ReadContiguous(m, lay.icrc, kIcrcLen, icrc_bytes);
-    const ByteSpan pb = port::ReadContiguous(m, lay.payload + lay.payload_len, pad, rx_pad_);
-    if (ib.size() != kIcrcLen || pb.size() != pad) return false;
-    p.icrc = Load32Le(ib.data());
-    p.pad = pb;
-    p.trailer = ByteSpan();
-  }
+  if (!ReadPadIcrc(head, avail, m, lay, p)) return false;
   Icrc c;
   if (!c.BeginAll(ByteSpan(head + lay.l3, lay.payload - lay.l3))) return false;
   p.payload = ByteSpan(pay, lay.payload_len);

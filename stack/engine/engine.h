@@ -216,6 +216,9 @@ class Engine : public rc::PacketSink {
   void HandleRx(rte_mbuf* m, uint64_t now);
   void HandleFrame(wire::ByteSpan frame, uint64_t now);
   void ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rte_mbuf* m, uint64_t now);
+  [[gnu::always_inline]] inline bool ReadPadIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m,
+                                                 const wire::FrameLayout& lay, wire::RocePacket& p);
+  bool ReadPadIcrcChained(const rte_mbuf* m, const wire::FrameLayout& lay, wire::RocePacket& p);
   bool DeferIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m, const wire::FrameLayout& lay,
                  wire::RocePacket& p);
   bool Linearize(const rte_mbuf* m, wire::ByteSpan* out);  // into scratch_

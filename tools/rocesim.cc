@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
                l.lost_payload_bytes ? absl::StrFormat("%.2f", ratio / ideal) : std::string("-"));
   absl::PrintF("time: virtual %.3f s, wall %.1f s\n", r.sim_time_ns / 1e9, secs);
   for (const std::string& f : r.failures) absl::PrintF("FAILED: %s\n", f);
+  for (const std::string& f : r.qp_failures) absl::PrintF("QP FAILED: %s\n", f);
   absl::PrintF("rocesim: %d messages, %d ok, %d failed\n", r.messages,
               r.ok, r.failed);
   if (trace) std::fclose(trace);

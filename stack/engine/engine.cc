@@ -40,11 +40,22 @@ void ConfigureMutexChecks() {
 }
 }  // namespace
 
+RTE_LOG_REGISTER(g_engine_logtype, roce.engine, NOTICE);
+
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const EngineOptions& opts) {
   if (!port) return absl::InvalidArgumentError("no port");
   ConfigureMutexChecks();
   std::unique_ptr<Engine> e(new Engine(port, opts));
-  e->rc_ = std::make_unique<rc::RcDevice>(opts.rc, e.get());
+  rc::RcDevice::Config rcc = opts.rc;
+  if (!rcc.fatal_hook) {
+    // A connection that dies on the wire says where it stood: the one record
+    // a rare failure (a CI run, a user's link) leaves behind.
+    rcc.fatal_hook = [](const rc::QueuePair& qp, const char* why) {
+      rte_log(RTE_LOG_ERR, g_engine_logtype, "roce: QP %06x failed (%s): %s\n", qp.qpn(), why,
+              qp.DebugState().c_str());
+    };
+  }
+  e->rc_ = std::make_unique<rc::RcDevice>(rcc, e.get());
   neighbor::NeighborConfig nc;
   nc.mac = port->mac();
   if (port->ipv4()) nc.addrs.push_back(port->ipv4()->addr);

@@ -227,8 +227,9 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool dea
 bool QueuePair::ConsumeRetry(bool silent) {
   heard_ = false;
   if (--stall_left_ < 0 || (silent && retry_left_ <= 0)) {
-    dev_->Event(qpn_, stall_left_ < 0 ? "retries-exhausted-stalled" : "retries-exhausted-silent", una_,
-                static_cast<uint64_t>(retry_left_));
+    const char* why = stall_left_ < 0 ? "retries-exhausted-stalled" : "retries-exhausted-silent";
+    dev_->Event(qpn_, why, una_, static_cast<uint64_t>(retry_left_));
+    dev_->Fatal(*this, why);
     FailAt(una_, Status::kIoTimeout, Cause::kRetryExceeded);
     return false;
   }
@@ -260,6 +261,7 @@ void QueuePair::OnNak(uint32_t psn, uint8_t s, uint64_t now) {
       return;
     }
     if (attr_.rnr_retry != 7 && rnr_left_-- <= 0) {
+      dev_->Fatal(*this, "rnr-retries-exhausted");
       FailAt(psn, Status::kIoTimeout, Cause::kRnrRetryExceeded);
       return;
     }

@@ -54,6 +54,11 @@ class RcDevice {
     // Diagnostics: if set, queue pairs report protocol events (start of a
     // WQE, go-back-N restarts, NAK handling, completions) here.
     std::function<void(uint32_t qpn, const char* event, uint64_t a, uint64_t b)> event_hook;
+    // Diagnostics: a queue pair whose connection fails on the wire (retries
+    // or RNR retries exhausted) reports here, before it goes to error, with
+    // why (the event's name); qp.DebugState() tells where it stood. Never
+    // on the data path: only as a connection dies.
+    std::function<void(const QueuePair& qp, const char* why)> fatal_hook;
   };
   RcDevice(const Config& cfg, PacketSink* sink);
   ~RcDevice();
@@ -116,6 +121,9 @@ class RcDevice {
   size_t TransmitNow(QueuePair& qp, uint64_t now);
   void Event(uint32_t qpn, const char* e, uint64_t a, uint64_t b) {
     if (cfg_.event_hook) cfg_.event_hook(qpn, e, a, b);
+  }
+  void Fatal(const QueuePair& qp, const char* why) {
+    if (cfg_.fatal_hook) cfg_.fatal_hook(qp, why);
   }
 
  private:

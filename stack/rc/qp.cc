@@ -8,6 +8,8 @@
 #include <new>
 #include <type_traits>
 
+#include <absl/strings/str_format.h>
+
 #include "stack/mem/memory_table.h"
 #include "stack/rc/device.h"
 #include "stack/wire/psn.h"
@@ -533,6 +535,40 @@ bool QueuePair::Send(TxPacket& pkt, uint64_t now) {
   counters.tx_packets++;
   counters.tx_bytes += pkt.payload_len;
   return true;
+}
+
+}  // namespace roce::rc
+
+namespace roce::rc {
+
+std::string QueuePair::DebugState() const {
+  std::string s = absl::StrFormat(
+      "qpn=%06x state=%s peer_repairs=%d next_psn=%u una=%u acked=%u max_sent=%u wqes=[%u,%u) cursor=%u+%u "
+      "retry_left=%d rnr_left=%d stall_left=%d heard=%d probe=%d srtt_ns=%u rttvar_ns=%u reo_wnd_ns=%u "
+      "reorder_thresh=%u repair=%d repair_psn=%u repair_tries=%u retrans_in_ns=%d rnr_in_ns=%d "
+      "hole=%d hole_psn=%u read_hold_psn=%u read_hold_tries=%u read_hold_in_ns=%d reads_out=%u rereq=%u epsn=%u",
+      qpn_, QpStateName(state_), repairs_, next_psn_, una_, acked_, max_sent_, sq_head_, sq_tail_, cursor_,
+      cursor_pkt_, retry_left_, rnr_left_, stall_left_, heard_, probe_, srtt_, rttvar_, reo_wnd_, reorder_thresh_,
+      static_cast<int>(repair_), repair_psn_, repair_tries_,
+      retrans_deadline_ ? static_cast<int64_t>(retrans_deadline_ - dev_->now()) : -1,
+      rnr_deadline_ ? static_cast<int64_t>(rnr_deadline_ - dev_->now()) : -1, hole_active_, hole_psn_,
+      read_hold_psn_, read_hold_tries_, read_hold_at_ ? static_cast<int64_t>(read_hold_at_ - dev_->now()) : -1,
+      reads_outstanding_, rereq_.size(), epsn_);
+  for (uint64_t i = sq_head_; i != sq_tail_; i++) {  // the oldest open Read, where a Read stalls
+    const SendWqe& w = Slot(i);
+    if (!w.started) break;
+    if (!w.IsRead() || w.done) continue;
+    absl::StrAppendFormat(&s,
+                          " read{wqe=%u first_psn=%u npkts=%u resp_psn=%u ahead=%u asked=%d asked_to=%u "
+                          "replay_hi=%u gap_psn=%u}",
+                          i, w.first_psn, w.npkts, w.resp_psn, w.ooo.Count(), w.asked, w.asked_to, w.replay_hi,
+                          w.gap_psn);
+    break;
+  }
+  counters.ForEach([&s](const char* name, uint64_t v) {
+    if (v) absl::StrAppendFormat(&s, " %s=%u", name, v);
+  });
+  return s;
 }
 
 }  // namespace roce::rc

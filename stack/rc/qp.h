@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "stack/rc/queues.h"
@@ -194,6 +195,9 @@ class QueuePair {
   // receive queue. Any thread (nd2api's posting rings count credits with them).
   uint64_t sends_retired() const { return sends_retired_.load(std::memory_order_acquire); }
   uint64_t recvs_taken() const { return rq_.taken(); }
+  // Diagnostics: the requester's and completer's protocol state and the
+  // counters that are not zero, on one line (RcDevice::Config::fatal_hook).
+  std::string DebugState() const;
 
  private:
   // ---- send queue ---------------------------------------------------------

@@ -80,6 +80,8 @@ struct PairOptions {
   std::function<void(bool a_side, QpAttr& attr)> adjust;
   // Per-side protocol tuning (e.g. one side a go-back-N peer like rxe).
   std::function<void(bool a_side, QpTuning& tuning)> adjust_tuning;
+  // RcDevice::Config::fatal_hook of both devices.
+  std::function<void(const QueuePair& qp, const char* why)> fatal_hook;
 };
 
 // The IBTA's minimum, as rxe behaves: the responder drops requests past a
@@ -97,6 +99,7 @@ class RcPair {
       cfg.mem_seed = o.seed;
       cfg.tuning = o.tuning;
       if (o.adjust_tuning) o.adjust_tuning(a_side, cfg.tuning);
+      cfg.fatal_hook = o.fatal_hook;
       (a_side ? a : b).node = net_.AddNode(a_side ? "a" : "b", cfg);
     }
     for (Endpoint* e : {&a, &b}) {

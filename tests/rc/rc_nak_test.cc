@@ -2,7 +2,11 @@
 // (syndrome, PSN, MSN), its counters and receive completions, and what the
 // requester does with it (go-back-N, RNR wait in virtual time, or failing the
 // request and flushing the rest). Also retry and RNR-retry exhaustion.
+#include <string>
 #include <utility>
+#include <vector>
+
+#include <absl/strings/str_format.h>
 
 #include "tests/rc/rc_wire.h"
 
@@ -179,6 +183,10 @@ TEST(RcNak, RnrRetryExhaustedTimesOutAndPeerSeesNothing) {
   PairOptions o;
   o.attr.rnr_retry = 3;
   o.attr.min_rnr_timer = 1;  // 10 us
+  std::vector<std::string> fatal;
+  o.fatal_hook = [&fatal](const QueuePair& qp, const char* why) {
+    fatal.push_back(std::string(why) + ": " + qp.DebugState());
+  };
   RcPair p(o);
   WireLog w(p.net());
   Buffer src(512, 1), recv(512, 2), target(512, 3);
@@ -210,6 +218,9 @@ TEST(RcNak, RnrRetryExhaustedTimesOutAndPeerSeesNothing) {
   }
   EXPECT_EQ(p.a.qp->counters.rnr_naks_received, 4u);
   EXPECT_EQ(p.b.qp->counters.rnr_naks_sent, 4u);
+  ASSERT_EQ(fatal.size(), 1u);  // a's QP only: b's lives on
+  EXPECT_EQ(fatal[0].rfind(absl::StrFormat("rnr-retries-exhausted: qpn=%06x ", p.a.qp->qpn()), 0), 0u) << fatal[0];
+  EXPECT_NE(fatal[0].find(" rnr_naks_received=4"), std::string::npos) << fatal[0];
   // Three RNR waits of 10 us (plus link time) before the fourth NAK fails it.
   EXPECT_GE(tc - t0, 3 * 10'000u);  // code 1 = 10 us
   EXPECT_LE(tc - t0, 3 * 10'000u + 4 * 3'000);
@@ -439,6 +450,10 @@ TEST(RcNak, RetryExhaustedWithSilentPeer) {
   PairOptions o;
   o.attr.timeout = 10;   // T = 4.096 us * 2^10 = 4.19 ms
   o.attr.retry_cnt = 3;
+  std::vector<std::string> fatal;  // the diagnostics hook: once, as the QP fails
+  o.fatal_hook = [&fatal](const QueuePair& qp, const char* why) {
+    fatal.push_back(std::string(why) + ": " + qp.DebugState());
+  };
   RcPair p(o);
   WireLog w(p.net());
   w.drop = [](const Frame& f) { return f.from == kB; };  // b answers, nobody hears it
@@ -474,6 +489,16 @@ TEST(RcNak, RetryExhaustedWithSilentPeer) {
   EXPECT_GE(elapsed, 4 * T);
   EXPECT_LT(elapsed, 5 * T);
   EXPECT_EQ(p.a.qp->counters.timeouts, 4u);
+  // Where it stood, as the hook saw it: nothing acknowledged, every retry
+  // spent, four timeouts, all silent.
+  ASSERT_EQ(fatal.size(), 1u);
+  const std::string st = fatal[0] + " ";  // every field ends with a space
+  EXPECT_EQ(st.rfind("retries-exhausted-silent: ", 0), 0u) << st;
+  EXPECT_NE(st.find(absl::StrFormat("qpn=%06x ", p.a.qp->qpn())), std::string::npos) << st;
+  EXPECT_NE(st.find(absl::StrFormat(" una=%u ", psn0)), std::string::npos) << st;
+  EXPECT_NE(st.find(" retry_left=0 "), std::string::npos) << st;
+  EXPECT_NE(st.find(" timeouts=4 "), std::string::npos) << st;
+  EXPECT_NE(st.find(" silent_timeouts=4 "), std::string::npos) << st;
   // Every retry goes back to the oldest unacknowledged PSN and resends all four.
   EXPECT_EQ(w.Count([&](const Frame& f) { return f.from == kA && f.psn == psn0; }), 4u);
   EXPECT_EQ(w.Count([&](const Frame& f) { return f.from == kA; }), 16u);

@@ -228,6 +228,10 @@ void Workload::Setup() {
                    static_cast<unsigned long long>(b));
     };
   }
+  dc.fatal_hook = [this](const QueuePair& qp, const char* why) {
+    if (res_.qp_failures.size() < 8)
+      res_.qp_failures.push_back(absl::StrFormat("t=%.3fms %s: %s", net_.now() / 1e6, why, qp.DebugState()));
+  };
   for (int h = 0; h < 2; h++) {
     hosts_[h].node = net_.AddNode(h ? "b" : "a", dc);
     hosts_[h].scq = std::make_unique<CompletionQueue>(1u << 16);

@@ -55,6 +55,9 @@ struct WorkloadResult {
   rc::QpCounters qp;          // summed over all QPs ever used
   rc::DeviceCounters dev;     // summed over both hosts
   std::vector<std::string> failures;  // the first few mismatches, described
+  // The first few queue pairs whose connection failed on the wire (retries
+  // exhausted): why, and where each stood (QueuePair::DebugState).
+  std::vector<std::string> qp_failures;
 };
 
 WorkloadResult RunWorkload(const WorkloadConfig& cfg);

@@ -74,6 +74,44 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, ByteSpan data) {
   Scatter(sge, n, offset, data);
 }
 
+// A Read Response Middle is placed as its ICRC is computed (InPlaceTarget)
+// only when it is the response the oldest open Read expects next, from the
+// peer, MTU long, into one SGE of the Read's sink that is still valid. The
+// Read cannot complete before a good copy of that PSN has been placed at the
+// same offset (a corrupted packet's bytes are written again), and a sink's
+// bytes mean nothing before its Read's completion. Responses past a missing
+// one, and First, Last and Only, are verified first, as before.
+uint8_t* QueuePair::ReadSinkTarget(const RocePacket& p) const {
+  if (state_ != QpState::kRts || p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_)) return nullptr;
+  const size_t len = p.payload.size();
+  if (len != attr_.path_mtu) return nullptr;
+  const SendWqe* rd = nullptr;
+  for (uint64_t i = ack_scan_; i != sq_tail_; i++) {  // the oldest open Read (OldestOpenRead)
+    const SendWqe& w = Slot(i);
+    if (!w.started) break;
+    if (w.IsRead() && !w.done) {
+      rd = &w;
+      break;
+    }
+  }
+  if (!rd || p.bth.psn != rd->resp_psn || p.bth.psn == rd->LastPsn() || PsnDiff(p.bth.psn, max_sent_) >= 0)
+    return nullptr;
+  const uint64_t offset = uint64_t(PsnDiff(p.bth.psn, rd->first_psn)) * len;
+  if (offset + len > rd->length) return nullptr;
+  uint64_t pos = 0;
+  for (uint32_t i = 0; i < rd->wr.num_sge && pos <= offset; i++) {
+    const Sge& s = rd->wr.sge[i];
+    if (offset + len <= pos + s.length) {
+      if (offset < pos ||
+          mem_->CheckLocal(s.lkey, s.addr, s.length, mem::kReadSink) != mem::Result::kOk)
+        return nullptr;
+      return reinterpret_cast<uint8_t*>(s.addr + (offset - pos));
+    }
+    pos += s.length;
+  }
+  return nullptr;
+}
+
 void QueuePair::OnResponse(const RocePacket& p, uint64_t now) {
   switch (p.bth.opcode) {
     case op::kRcAck:
@@ -359,7 +397,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     FailAt(psn, Status::kAccessViolation, Cause::kLocalProtection);
     return;
   }
-  Scatter(rd->wr.sge, rd->wr.num_sge, offset, p.payload);
+  if (placed_ != &p) Scatter(rd->wr.sge, rd->wr.num_sge, offset, p.payload);  // else there already (ReadSinkTarget)
   if (d > 0 || rd != oldest) {
     // Ahead of a missing response: keep it (the memory is ours and the
     // bytes are those of this offset), so a late response costs nothing.

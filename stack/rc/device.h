@@ -81,8 +81,8 @@ class RcDevice {
 
   // Receive: a whole frame (parsed and ICRC-checked here) or an already
   // parsed packet, verified or with its ICRC check deferred (icrc_deferred:
-  // checked here first, or — an RDMA Write or Send Middle whose place is
-  // known, QueuePair::InPlaceTarget — as its payload is placed, in one pass).
+  // checked here first, or — an RDMA Write, Send or Read Response Middle whose
+  // place is known, QueuePair::InPlaceTarget — as its payload is placed, in one pass).
   // OnFrame defers too, where the CPU makes the pass worth it
   // (mem::PlaceCrcOnePass), for payloads of kPlaceCrcOnePassMin bytes and
   // more: the simulator's corruption cases run this path.
@@ -91,7 +91,8 @@ class RcDevice {
   // Whether a receive path should defer the ICRC check of a packet with this
   // opcode and payload length to OnPacket.
   static bool DeferIcrc(uint8_t opcode, size_t payload_len) {
-    return (opcode == wire::op::kRcWriteMiddle || opcode == wire::op::kRcSendMiddle) &&
+    return (opcode == wire::op::kRcWriteMiddle || opcode == wire::op::kRcSendMiddle ||
+            opcode == wire::op::kRcReadResponseMiddle) &&
            payload_len >= mem::kPlaceCrcOnePassMin && mem::PlaceCrcOnePass();
   }
 

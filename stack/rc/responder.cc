@@ -434,6 +434,7 @@ bool QueuePair::TakeRecv() {
 }
 
 uint8_t* QueuePair::InPlaceTarget(const RocePacket& p) const {
+  if (p.bth.opcode == op::kRcReadResponseMiddle) return ReadSinkTarget(p);  // completer.cc
   if ((state_ != QpState::kRtr && state_ != QpState::kRts) || error_pending_ || p.bth.psn != epsn_ ||
       p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_))
     return nullptr;

@@ -307,50 +307,58 @@ TEST_F(EngineRing, RecoversFromLossInjectedByThePort) {
   EXPECT_GT(h(0).port->Stats().tx_faults.dropped + h(0).port->Stats().rx_faults.dropped, 0u);
 }
 
-// RDMA Write and Send Middle packets are placed as their ICRC is computed
-// (one pass, mem::PlaceInOrderCrc32) and checked only then.
+// RDMA Write, Send and Read Response Middle packets are placed as their ICRC
+// is computed (one pass, mem::PlaceInOrderCrc32) and checked only then.
 // TransfersLandExactly: four 256 KB Writes (or Sends into a receive of
-// exactly that size) from a into the middle of a buffer on b, each compared
-// whole, and the buffer's bytes around it untouched; returns b's device
-// counters over them.
-rc::DeviceCounters TransfersLandExactly(tools::TwoStacks& ts, uint64_t seed_bytes, bool send) {
+// exactly that size) from a into the middle of a buffer on b, or Reads by a
+// of a buffer on b into the middle of a buffer on a, each compared whole, and
+// the target buffer's bytes around it untouched; returns the target side's
+// device counters over them.
+enum class Xfer { kWrite, kSend, kRead };
+const char* XferName(Xfer x) { return x == Xfer::kWrite ? "Write" : x == Xfer::kSend ? "Send" : "Read"; }
+
+rc::DeviceCounters TransfersLandExactly(tools::TwoStacks& ts, uint64_t seed_bytes, Xfer x) {
   constexpr size_t kGuard = 4096, kLen = 256 * 1024;
+  const bool read = x == Xfer::kRead;
+  tools::TwoStacks::Side& from = read ? ts.b() : ts.a();  // where the bytes are
+  tools::TwoStacks::Side& to = read ? ts.a() : ts.b();    // where they land
   std::vector<uint8_t> src(kLen), target(kLen + 2 * kGuard, 0xEE);
   mem::RegionInfo sr, tr;
   rc::DeviceCounters d;
   {
-    absl::MutexLock l(&ts.a().eng->mu());
-    EXPECT_EQ(ts.a().eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(src.data()), src.size(), 0, &sr),
+    absl::MutexLock l(&from.eng->mu());
+    EXPECT_EQ(from.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(src.data()), src.size(),
+                                                     read ? static_cast<uint32_t>(mem::kRemoteRead) : 0u, &sr),
               mem::Result::kOk);
   }
   {
-    absl::MutexLock l(&ts.b().eng->mu());
-    EXPECT_EQ(ts.b().eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(target.data()), target.size(),
-                                                       mem::kLocalWrite | mem::kRemoteWrite, &tr),
+    absl::MutexLock l(&to.eng->mu());
+    EXPECT_EQ(to.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(target.data()), target.size(),
+                                                   mem::kLocalWrite | mem::kRemoteWrite, &tr),
               mem::Result::kOk);
-    d = ts.b().eng->rc().counters;
+    d = to.eng->rc().counters;
   }
   for (int round = 0; round < 4; round++) {
     for (size_t i = 0; i < kLen; i++) src[i] = static_cast<uint8_t>((i * 7 + round * 31 + seed_bytes) >> 2);
     Sge into{reinterpret_cast<uint64_t>(target.data() + kGuard), static_cast<uint32_t>(kLen), tr.local_token};
-    if (send) {
+    if (x == Xfer::kSend) {
       rc::RecvWr r{static_cast<uint64_t>(200 + round), &into, 1};
       EXPECT_EQ(ts.PostRecv(ts.b(), r), rc::PostResult::kOk);
     }
     Sge s{reinterpret_cast<uint64_t>(src.data()), static_cast<uint32_t>(kLen), sr.local_token};
     rc::SendWr w;
-    w.sge = &s;
+    w.sge = read ? &into : &s;
     w.num_sge = 1;
     w.context = 100 + round;
-    w.op = send ? WrOp::kSend : WrOp::kWrite;
-    w.remote_addr = reinterpret_cast<uint64_t>(target.data() + kGuard);
-    w.rkey = tr.remote_token;
+    w.op = x == Xfer::kWrite ? WrOp::kWrite : x == Xfer::kSend ? WrOp::kSend : WrOp::kRead;
+    w.remote_addr = read ? reinterpret_cast<uint64_t>(src.data()) : reinterpret_cast<uint64_t>(target.data() + kGuard);
+    w.rkey = read ? sr.remote_token : tr.remote_token;
     EXPECT_EQ(ts.Post(ts.a(), w), rc::PostResult::kOk);
     auto c = ts.Wait(*ts.a().scq, 1);
     EXPECT_EQ(c.size(), 1u);
     if (c.size() != 1) break;
     EXPECT_EQ(c[0].status, Status::kSuccess) << rc::CauseName(c[0].cause);
-    if (send) {
+    if (x == Xfer::kSend) {
       auto rcv = ts.Wait(*ts.b().rcq, 1);
       EXPECT_EQ(rcv.size(), 1u);
       if (rcv.size() != 1) break;
@@ -363,26 +371,27 @@ rc::DeviceCounters TransfersLandExactly(tools::TwoStacks& ts, uint64_t seed_byte
     EXPECT_EQ(outside, 0u) << "bytes changed around the target, round " << round;
   }
   {
-    absl::MutexLock l(&ts.b().eng->mu());
-    const rc::DeviceCounters& now = ts.b().eng->rc().counters;
+    absl::MutexLock l(&to.eng->mu());
+    const rc::DeviceCounters& now = to.eng->rc().counters;
     d.rx_frames = now.rx_frames - d.rx_frames;
     for (size_t i = 0; i < static_cast<size_t>(wire::Error::kCount); i++) d.rx_errors[i] = now.rx_errors[i] - d.rx_errors[i];
     d.rx_placed_in_pass = now.rx_placed_in_pass - d.rx_placed_in_pass;
     d.rx_placed_dropped = now.rx_placed_dropped - d.rx_placed_dropped;
-    ts.b().eng->rc().memory().DeregisterRegion(tr.handle);
+    to.eng->rc().memory().DeregisterRegion(tr.handle);
   }
   {
-    absl::MutexLock l(&ts.a().eng->mu());
-    ts.a().eng->rc().memory().DeregisterRegion(sr.handle);
+    absl::MutexLock l(&from.eng->mu());
+    from.eng->rc().memory().DeregisterRegion(sr.handle);
   }
   return d;
 }
 
-// A bit of 5% of the frames b receives flipped: the Middles whose ICRC turned
-// out bad after they were placed are dropped, sent again, and every Write and
-// Send still lands whole and only where it was aimed. (The port copies a
-// frame before it flips a bit, so these arrive in one segment.) Then the same
-// with the two-pass code (the ICRC first): nothing placed in pass.
+// A bit of 5% of the frames the target side receives flipped (b's for Writes
+// and Sends, a's for Reads): the Middles whose ICRC turned out bad after they
+// were placed are dropped, sent again, and every Write, Send and Read still
+// lands whole and only where it was aimed. (The port copies a frame before it
+// flips a bit, so these arrive in one segment.) Then the same with the
+// two-pass code (the ICRC first): nothing placed in pass.
 TEST_F(EngineRing, MiddlesPlacedAsTheirIcrcIsComputedSurviveCorruption) {
   mem::SetPlaceCrcOnePass(true);
   if (!mem::PlaceCrcOnePass()) ROCE_SKIP_ALLOWED("this CPU has no AVX-512 VPCLMULQDQ: the ICRC is checked first");
@@ -391,20 +400,24 @@ TEST_F(EngineRing, MiddlesPlacedAsTheirIcrcIsComputedSurviveCorruption) {
   f.rx.corrupt = 0.05;
   tools::TwoStacksOptions o = Options("eng_corrupt", false, 1024);
   o.faults_b = f;
+  f.seed = 10;
+  o.faults = f;  // a's receive side: the Read responses
   ASSERT_NO_FATAL_FAILURE(Open(o));
-  for (bool send : {false, true}) {
-    SCOPED_TRACE(send ? "Send" : "Write");
-    rc::DeviceCounters d = TransfersLandExactly(*ts_, send ? 4 : 1, send);
+  uint64_t seed = 1;
+  for (Xfer x : {Xfer::kWrite, Xfer::kSend, Xfer::kRead}) {
+    SCOPED_TRACE(XferName(x));
+    rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
     EXPECT_GT(d.IcrcErrors(), 0u);
     EXPECT_GT(d.rx_placed_in_pass, 50u);  // those that came in sequence of the 4 x 254 Middles
     EXPECT_GT(d.rx_placed_dropped, 0u);
     EXPECT_LT(d.rx_placed_dropped, d.IcrcErrors() + 1);
   }
+  EXPECT_GT(h(0).port->Stats().rx_faults.corrupted, 0u);
   EXPECT_GT(h(1).port->Stats().rx_faults.corrupted, 0u);
   mem::SetPlaceCrcOnePass(false);
-  for (bool send : {false, true}) {
-    SCOPED_TRACE(send ? "Send, two passes" : "Write, two passes");
-    rc::DeviceCounters d = TransfersLandExactly(*ts_, send ? 5 : 2, send);
+  for (Xfer x : {Xfer::kWrite, Xfer::kSend, Xfer::kRead}) {
+    SCOPED_TRACE(std::string(XferName(x)) + ", two passes");
+    rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
     EXPECT_GT(d.IcrcErrors(), 0u);
     EXPECT_EQ(d.rx_placed_in_pass, 0u);
     EXPECT_EQ(d.rx_placed_dropped, 0u);
@@ -414,16 +427,19 @@ TEST_F(EngineRing, MiddlesPlacedAsTheirIcrcIsComputedSurviveCorruption) {
 
 // Without faults, from the zero-copy sender: each Middle's payload is a
 // segment of its own (header | payload | pad + ICRC), placed in one pass
-// from there; at MTU 4096, 62 of every 256 KB message's 64 packets.
+// from there; at MTU 4096, 62 of every 256 KB message's 64 packets (for a
+// Read, its 62 Read Response Middles, sent by b's responder).
 TEST_F(EngineRing, MiddlesPlacedInOnePassFromAZeroCopyChain) {
   mem::SetPlaceCrcOnePass(true);
   if (!mem::PlaceCrcOnePass()) ROCE_SKIP_ALLOWED("this CPU has no AVX-512 VPCLMULQDQ: the ICRC is checked first");
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_inpass")));
-  for (bool send : {false, true}) {
-    SCOPED_TRACE(send ? "Send" : "Write");
-    const uint64_t zc0 = h(0).eng->counters().tx_zero_copy;
-    rc::DeviceCounters d = TransfersLandExactly(*ts_, 3, send);
-    EXPECT_GE(h(0).eng->counters().tx_zero_copy - zc0, 4u * 64);
+  uint64_t seed = 3;
+  for (Xfer x : {Xfer::kWrite, Xfer::kSend, Xfer::kRead}) {
+    SCOPED_TRACE(XferName(x));
+    const bool read = x == Xfer::kRead;
+    const uint64_t zc0 = h(read ? 1 : 0).eng->counters().tx_zero_copy;
+    rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
+    EXPECT_GE(h(read ? 1 : 0).eng->counters().tx_zero_copy - zc0, 4u * 64);
     EXPECT_EQ(d.IcrcErrors(), 0u);
     EXPECT_EQ(d.rx_placed_in_pass, 4u * 62);
     EXPECT_EQ(d.rx_placed_dropped, 0u);

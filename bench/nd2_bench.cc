@@ -14,7 +14,8 @@
 // and the native engine's figures as engine_bench measures them. Counters:
 //   x_ring    8 B Write msg/s over the raw ring rate (inline: one thread;
 //             split/thread: across two)      goals >= 0.25 / >= 0.6
-//   x_memcpy  64 KB Write bytes/s over memcpy  goal >= 0.4
+//   x_memcpy  64 KB Write bytes/s over memcpy  goal >= 0.4 (and the 64 KB
+//             Read's, Nd2/Read: a's Reads of b's buffer, no goal)
 //   x_tcp     round trip over the kernel TCP loopback round trip  goal <= 0.1
 //   x_native  the native engine's figure over ND2's (inline; time per item,
 //             so 1.10 = 10% ND2 overhead)      goal <= 1.1
@@ -188,10 +189,10 @@ struct Pair {
   }
 };
 
-// Writes of `size` bytes a -> b; every Write completes (no silent success),
-// INLINE up to 64 B; completions are polled every 32 posts (the engine's burst), and whenever the
+// Writes of `size` bytes a -> b (or Reads by a of b's buffer: `read`); every
+// request completes (no silent success), Writes INLINE up to 64 B; completions are polled every 32 posts (the engine's burst), and whenever the
 // initiator queue (256) is full.
-void Nd2Write(benchmark::State& st, Mode mode) {
+void Nd2Rdma(benchmark::State& st, Mode mode, bool read) {
   const ULONG size = static_cast<ULONG>(st.range(0));
   if (!Start(mode)) return st.SkipWithError("NdStartup failed");
   Pair p;
@@ -210,9 +211,11 @@ void Nd2Write(benchmark::State& st, Mode mode) {
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : st) {
     HRESULT h;
-    while ((h = p.a.qp->Write(nullptr, &s, 1, raddr, rkey, flags)) == ND_NO_MORE_ENTRIES) poll();
+    while ((h = read ? p.a.qp->Read(nullptr, &s, 1, raddr, rkey, 0)
+                     : p.a.qp->Write(nullptr, &s, 1, raddr, rkey, flags)) == ND_NO_MORE_ENTRIES)
+      poll();
     if (h != ND_SUCCESS) {
-      st.SkipWithError("Write failed");
+      st.SkipWithError(read ? "Read failed" : "Write failed");
       break;
     }
     if ((++posted & 31) == 0) poll();
@@ -220,7 +223,7 @@ void Nd2Write(benchmark::State& st, Mode mode) {
   const uint64_t end = NowMs() + 10000;
   while (done < posted && NowMs() < end) poll();  // timed: what was posted is done
   const Measured m{SecondsSince(t0), static_cast<double>(st.iterations())};
-  if (done < posted || failed) return st.SkipWithError("Writes did not all complete successfully");
+  if (done < posted || failed) return st.SkipWithError("not every request completed successfully");
   st.SetItemsProcessed(st.iterations());
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * size);
   if (size <= 64) {
@@ -231,7 +234,7 @@ void Nd2Write(benchmark::State& st, Mode mode) {
     }
   } else {
     Figures::Ratio(st, "x_memcpy", m.rate() * size, "memcpy");
-    if (mode == Mode::kInline) {
+    if (mode == Mode::kInline && !read) {
       const double native = Figures::Median("native_write_large");
       if (native > 0 && m.rate() > 0) st.counters["x_native"] = native / (m.rate() * size);
     }
@@ -290,10 +293,14 @@ void Nd2SendPingPong(benchmark::State& st, Mode mode) {
 void RegisterNd2() {
   for (Mode m : {Mode::kInline, Mode::kSplit, Mode::kThread}) {
     const std::string mode = ModeName(m);
-    benchmark::RegisterBenchmark(("Nd2/Write/" + mode).c_str(), [m](benchmark::State& st) { Nd2Write(st, m); })
+    benchmark::RegisterBenchmark(("Nd2/Write/" + mode).c_str(), [m](benchmark::State& st) { Nd2Rdma(st, m, false); })
         ->Arg(8)
         ->Arg(65536)
         ->UseRealTime();
+    if (m != Mode::kThread)
+      benchmark::RegisterBenchmark(("Nd2/Read/" + mode).c_str(), [m](benchmark::State& st) { Nd2Rdma(st, m, true); })
+          ->Arg(65536)
+          ->UseRealTime();
     benchmark::RegisterBenchmark(("Nd2/SendPingPong/" + mode).c_str(),
                                  [m](benchmark::State& st) { Nd2SendPingPong(st, m); })
         ->UseRealTime();

@@ -6,6 +6,7 @@
 //
 // Prints the configuration, the counters, and last a line
 // `rocesim: N messages, N ok, N failed`; exits 0 only if every message is ok.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -33,6 +34,9 @@ ABSL_FLAG(double, errors, 0.002, "fraction of operations that deliberately viola
 ABSL_FLAG(double, late_recv, 0.02,
           "fraction of receives posted late (RNR NAKs; their resends count as retransmissions)");
 ABSL_FLAG(uint32_t, mtu, 0, "path MTU (0: random per QP from 256..4096)");
+ABSL_FLAG(uint32_t, ack_timeout, 8,
+          "local ACK timeout code (4.096 us * 2^code; 8: ~1 ms; ND2 connections use 19, ~2.1 s): it must exceed "
+          "the round trip, queueing at a slow receiver (--rx_queue_us) included");
 ABSL_FLAG(uint32_t, window, 32, "requester window in PSNs");
 ABSL_FLAG(bool, repair, true, "selective repair: responders keep --ooo_window PSNs past a gap, requesters resend only the missing packet (QpTuning ooo_window, selective_repair: the default between two of our stacks); --norepair: go-back-N as towards rxe");
 ABSL_FLAG(uint32_t, ooo_window, 256, "with --repair: PSNs a responder keeps past a gap (QpTuning::ooo_window; a power of two, at most 256)");
@@ -67,6 +71,7 @@ int main(int argc, char** argv) {
   c.error_rate = absl::GetFlag(FLAGS_errors);
   c.late_recv = absl::GetFlag(FLAGS_late_recv);
   c.path_mtu = absl::GetFlag(FLAGS_mtu);
+  c.ack_timeout = static_cast<uint8_t>(std::min<uint32_t>(absl::GetFlag(FLAGS_ack_timeout), 31));
   c.window_psns = absl::GetFlag(FLAGS_window);
   c.repair = absl::GetFlag(FLAGS_repair);
   c.ooo_window = absl::GetFlag(FLAGS_ooo_window);

@@ -294,7 +294,7 @@ void Workload::Connect(Pair& p) {
     a.rq_psn = side ? psn_i : psn_r;
     a.max_rd_atomic = 8;
     a.max_dest_rd_atomic = 8;
-    a.timeout = 8;        // ~1 ms of virtual time
+    a.timeout = cfg_.ack_timeout;
     a.retry_cnt = 7;
     a.rnr_retry = 7;      // infinite
     a.min_rnr_timer = 3;  // 30 us

@@ -40,6 +40,7 @@ struct WorkloadConfig {
   bool repair = true;          // selective repair (the default between our stacks); false: go-back-N (ooo_window 0)
   uint32_t max_outstanding = 24;  // operations in flight per pair
   uint32_t path_mtu = 0;       // 0: random per pair (256 .. 4096)
+  uint8_t ack_timeout = 8;     // QpAttr::timeout: 4.096 us * 2^code (8: ~1 ms)
   bool ipv6 = false;
   uint64_t time_limit_ns = 0;  // virtual time limit (0: none)
   FILE* trace = nullptr;       // packet trace (SimNetwork::trace)

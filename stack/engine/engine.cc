@@ -1,11 +1,13 @@
 #include "stack/engine/engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <absl/strings/str_cat.h>
 #include <absl/synchronization/mutex.h>
@@ -54,6 +56,32 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
       rte_log(RTE_LOG_ERR, g_engine_logtype, "roce: QP %06x failed (%s): %s\n", qp.qpn(), why,
               qp.DebugState().c_str());
     };
+  }
+  if (!rcc.event_hook) {
+    // SOFT_RNIC_QP_EVENTS=<prefix>: every QP protocol event (the events
+    // rocesim --events writes) to <prefix>.<pid>, for debugging a run on real
+    // ports; buffered, flushed as the process exits (and as a QP fails).
+    static std::FILE* events = [] {
+      const char* prefix = std::getenv("SOFT_RNIC_QP_EVENTS");
+      if (!prefix || !*prefix) return static_cast<std::FILE*>(nullptr);
+      std::FILE* f = std::fopen(absl::StrCat(prefix, ".", getpid()).c_str(), "w");
+      if (f) std::setvbuf(f, nullptr, _IOFBF, 1 << 20);
+      return f;
+    }();
+    if (events) {
+      Engine* me = e.get();
+      rcc.event_hook = [me](uint32_t qpn, const char* ev, uint64_t a, uint64_t b) {
+        std::fprintf(events, "%14.3f qp=%06x %s %llu %llu (0x%llx)\n", me->rc_->now() / 1e3, qpn, ev,
+                     static_cast<unsigned long long>(a), static_cast<unsigned long long>(b),
+                     static_cast<unsigned long long>(b));
+      };
+      auto fatal = rcc.fatal_hook;
+      rcc.fatal_hook = [fatal](const rc::QueuePair& qp, const char* why) {
+        fatal(qp, why);
+        std::fprintf(events, "FATAL %s: %s\n", why, qp.DebugState().c_str());
+        std::fflush(events);
+      };
+    }
   }
   e->rc_ = std::make_unique<rc::RcDevice>(rcc, e.get());
   neighbor::NeighborConfig nc;

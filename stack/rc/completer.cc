@@ -203,9 +203,7 @@ bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now, bool evidence) {
 }
 
 QueuePair::SendWqe* QueuePair::NextOpenOrDoneRead(SendWqe* after) {
-  const uint64_t idx = static_cast<uint64_t>(after - sq_.data());
-  uint64_t seq = sq_head_ + ((idx + sq_.size() - (sq_head_ & sq_mask_)) & sq_mask_);
-  for (uint64_t i = seq + 1; i < sq_tail_; i++) {
+  for (uint64_t i = SeqOf(*after) + 1; i < sq_tail_; i++) {
     SendWqe& w = Slot(i);
     if (!w.started) return nullptr;
     if (w.IsRead()) return &w;
@@ -252,6 +250,9 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool dea
     }
     return;
   }
+  // Already being asked for (a re-request queued by an earlier response of
+  // this receive burst): one re-request, one retry.
+  if (ReRequestDue(rd)) return;
   rd.gap_retry = true;
   rd.gap_psn = rd.resp_psn;
   if (implied)
@@ -259,6 +260,7 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool dea
   else
     counters.read_rerequests++;
   if (!ConsumeRetry(/*silent=*/false)) return;
+  read_hold_unheard_ = 0;  // a response came: the peer is there
   ReRequestRead(rd);
 }
 

@@ -216,6 +216,7 @@ bool QueuePair::ToRts(uint64_t now) {
   repair_ = Repair::kNone;
   hole_deadline_ = 0;
   read_hold_at_ = 0;
+  read_hold_unheard_ = 0;
   reo_wnd_ = 0;
   repairs_needed_ = 0;
   srtt_ = rttvar_ = min_rtt_ = 0;
@@ -459,11 +460,17 @@ void QueuePair::OnTimer(uint64_t now) {
   if (read_hold_at_ && now >= read_hold_at_) {
     read_hold_at_ = 0;
     SendWqe* rd = OldestOpenRead();
-    // A second time only if the peer has been heard from since the last
-    // retry: a silent peer is the retransmit timer's (it counts retry_cnt).
-    if (rd && (heard_ || read_hold_tries_ <= 1) && rd->resp_psn == read_hold_psn_ && rd->asked && PsnDiff(rd->asked_to, rd->resp_psn) > 0) {
+    if (rd && rd->resp_psn == read_hold_psn_ && rd->asked && PsnDiff(rd->asked_to, rd->resp_psn) > 0 &&
+        !ReRequestDue(*rd)) {
       // The gap a re-request asked for is still there: it or its replay was
       // lost. Again (a retry that spends the stall budget, as a repair's).
+      // Nothing heard from the peer since the last retry: it may be silent
+      // (descheduled, its link down), so the next hold is twice as long
+      // (ReadHoldNs), and a silence of seconds costs a dozen retries, not one
+      // every two round trips — 64 of those, under a second, had failed the
+      // connection (retries-exhausted-stalled) while the retransmit timer
+      // would have waited out retry_cnt timeouts.
+      read_hold_unheard_ = heard_ ? 0 : read_hold_unheard_ + 1;
       rd->asked = false;
       counters.read_rerequests++;
       dev_->Event(qpn_, "rerequest-again", rd->resp_psn, read_hold_tries_);

@@ -303,6 +303,10 @@ class QueuePair {
   // Queues a re-request of `rd` from its next expected response, sent before
   // anything else without moving the send cursor (nothing after it is resent).
   void ReRequestRead(SendWqe& rd);
+  // A (re-)request of `rd` will go out without another: one is queued, or
+  // the send cursor has not passed it. Asking again then spends no retry.
+  bool ReRequestDue(const SendWqe& rd) const;
+  uint64_t SeqOf(const SendWqe& w) const;  // the WQE's sequence number
   // Packets a (re-)request of Read `w` asks for: the gap before the first
   // response already placed, or 0 for everything from resp_psn to the end.
   uint32_t ReadGap(const SendWqe& w) const;
@@ -428,6 +432,7 @@ class QueuePair {
   uint64_t read_hold_at_ = 0;
   uint32_t read_hold_psn_ = 0;
   uint32_t read_hold_tries_ = 0;
+  uint32_t read_hold_unheard_ = 0;  // the hold's re-requests since the peer was last heard (OnTimer)
   uint32_t reorder_thresh_ = 1;
   // Everything before acked_ is known to have reached the responder (the
   // highest ACK or NAK heard). It runs ahead of una_ while an unanswered Read

@@ -38,6 +38,7 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
       // A re-request for a gap: if the gap is still there a round trip or
       // two later, the re-request or its replay was lost; ask again then
       // (OnTimer), not only at the retransmit timeout.
+      if (read_hold_psn_ != w.resp_psn) read_hold_unheard_ = 0;
       if (read_hold_psn_ != w.resp_psn || !read_hold_at_) read_hold_tries_ = 0;
       read_hold_psn_ = w.resp_psn;
       read_hold_at_ = now + ReadHoldNs();
@@ -394,10 +395,12 @@ bool QueuePair::EmitRepair(uint64_t now) {
 
 uint64_t QueuePair::ReadHoldNs() const {
   // Two round trips (the replay may queue behind responses the peer is
-  // still sending), doubled for every re-request of the same gap.
+  // still sending), doubled for every re-request of the same gap while the
+  // hold is armed, and for every one the hold made without hearing from the
+  // peer (OnTimer).
   const uint64_t timeout = AckTimeoutNs(attr_.timeout);
   uint64_t t = srtt_ ? 2 * std::max(2 * srtt_, srtt_ + 4 * rttvar_) : (timeout ? timeout / 4 : 1'000'000);
-  t <<= std::min<uint32_t>(read_hold_tries_, 16);
+  t <<= std::min<uint32_t>(read_hold_tries_ + read_hold_unheard_, 16);
   return timeout ? std::min(t, timeout) : t;
 }
 
@@ -529,9 +532,7 @@ uint64_t QueuePair::UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t re
   // every PSN after it not yet confirmed and not answered.
   uint64_t left = w.IsRead() ? (read_pkts ? read_pkts : w.npkts - k) : 1;
   if (!w.IsRead()) left += w.npkts - 1 - static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
-  const uint64_t idx = static_cast<uint64_t>(&w - sq_.data());
-  const uint64_t seq = sq_head_ + ((idx + sq_.size() - (sq_head_ & sq_mask_)) & sq_mask_);
-  for (uint64_t i = seq + 1; i < sq_tail_ && left <= 2; i++) {
+  for (uint64_t i = SeqOf(w) + 1; i < sq_tail_ && left <= 2; i++) {
     const SendWqe& x = Slot(i);
     if (!x.started) break;
     if (x.IsLocal() || x.done) continue;
@@ -555,15 +556,25 @@ uint32_t QueuePair::ReadGap(const SendWqe& w) const {
   return w.ooo.FirstFrom(1);
 }
 
-void QueuePair::ReRequestRead(SendWqe& rd) {
-  const uint64_t idx = static_cast<uint64_t>(&rd - sq_.data());
+uint64_t QueuePair::SeqOf(const SendWqe& w) const {
   // Slot index -> WQE sequence number (the slot holds the WQE in [sq_head_, sq_tail_)).
-  uint64_t seq = sq_head_ + ((idx + sq_.size() - (sq_head_ & sq_mask_)) & sq_mask_);
-  dev_->Event(qpn_, "rerequest", rd.resp_psn, seq);
+  const uint64_t idx = static_cast<uint64_t>(&w - sq_.data());
+  return sq_head_ + ((idx + sq_.size() - (sq_head_ & sq_mask_)) & sq_mask_);
+}
+
+bool QueuePair::ReRequestDue(const SendWqe& rd) const {
+  const uint64_t seq = SeqOf(rd);
   // If the cursor has not passed this Read yet, the normal pass asks for it.
-  if (cursor_ <= seq) return;
+  if (cursor_ <= seq) return true;
   for (uint64_t q : rereq_)
-    if (q == seq) return;
+    if (q == seq) return true;
+  return false;
+}
+
+void QueuePair::ReRequestRead(SendWqe& rd) {
+  const uint64_t seq = SeqOf(rd);
+  dev_->Event(qpn_, "rerequest", rd.resp_psn, seq);
+  if (ReRequestDue(rd)) return;
   rereq_.push_back(seq);
   dev_->MarkActive(this);
 }

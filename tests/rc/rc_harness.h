@@ -80,8 +80,9 @@ struct PairOptions {
   std::function<void(bool a_side, QpAttr& attr)> adjust;
   // Per-side protocol tuning (e.g. one side a go-back-N peer like rxe).
   std::function<void(bool a_side, QpTuning& tuning)> adjust_tuning;
-  // RcDevice::Config::fatal_hook of both devices.
+  // RcDevice::Config::fatal_hook and event_hook of both devices.
   std::function<void(const QueuePair& qp, const char* why)> fatal_hook;
+  std::function<void(uint32_t qpn, const char* event, uint64_t a, uint64_t b)> event_hook;
 };
 
 // The IBTA's minimum, as rxe behaves: the responder drops requests past a
@@ -100,6 +101,7 @@ class RcPair {
       cfg.tuning = o.tuning;
       if (o.adjust_tuning) o.adjust_tuning(a_side, cfg.tuning);
       cfg.fatal_hook = o.fatal_hook;
+      cfg.event_hook = o.event_hook;
       (a_side ? a : b).node = net_.AddNode(a_side ? "a" : "b", cfg);
     }
     for (Endpoint* e : {&a, &b}) {

@@ -169,6 +169,119 @@ TEST(RcReorder, LostReadResponsesCostOnlyThemselves) {
   EXPECT_EQ(p.a.qp->state(), QpState::kRts);
 }
 
+// A gap of several responses is asked for; its replay loses the first one
+// again, and the rest of the replay, arriving past the hole, shows it lost:
+// the gap is asked for once more — one retry of the stall budget for one
+// re-request, however many responses of the old replay come after it (each
+// of them had spent one, and a 4 MiB Read over taps, whose receive bursts
+// held dozens, failed nd2tools pair-rping with retries-exhausted-stalled).
+TEST(RcReorder, OneRetryPerReRequestOfAGap) {
+  PairOptions o;
+  o.attr.path_mtu = 256;
+  RcPair p(o);
+  WireLog w(p.net());
+  const uint32_t n = 64 * 256;
+  Buffer sink(n, 1), target(n, 2);
+  target.Fill(4);
+  auto kr = p.a.Register(sink, mem::kLocalWrite);
+  auto tr = p.b.Register(target, mem::kRemoteRead);
+  const uint32_t psn0 = p.a.qp->next_psn();
+  // Transmissions of response k so far (k = PSN - psn0).
+  auto sent = std::make_shared<std::vector<int>>(64, 0);
+  auto k_of = [&](const Frame& f) -> int {
+    if (f.from != kB || !IsReadResponse(f.opcode)) return -1;
+    const int32_t k = wire::PsnDiff(f.psn, psn0);
+    return k >= 0 && k < 64 ? k : -1;
+  };
+  // The replay of the gap but its first response: held, then delivered in
+  // one burst (as a port's receive burst hands them over, before the
+  // requester transmits again).
+  Holder h(p, w, [&, sent](const Frame& f) {
+    const int k = k_of(f);
+    return k >= 6 && k <= 12 && (*sent)[k] == 1;
+  });
+  auto hold = w.drop;
+  w.drop = [&, sent, hold](const Frame& f) {
+    const int k = k_of(f);
+    const bool held = hold(f);
+    if (k < 0) return held;
+    const int nth = ++(*sent)[k];
+    // 5..12 lost in the first pass; 5 lost again in the replay of the gap.
+    return held || (k >= 5 && k <= 12 && nth == 1) || (k == 5 && nth == 2);
+  };
+  Sge ks{sink.addr(), n, kr.local_token};
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
+            PostResult::kOk);
+  ASSERT_TRUE(p.net().RunUntil([&] { return h.held() == 7; }, p.net().now() + 1'000'000));
+  h.Release();
+  ASSERT_TRUE(p.RunForSend(p.a, 1));
+  p.RunIdle();
+  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
+  EXPECT_EQ(0, std::memcmp(sink.data(), target.data(), n));
+  auto req = w.Op(kA, op::kRcReadRequest);
+  ASSERT_EQ(req.size(), 3u);
+  EXPECT_EQ(req[1].psn, PsnAdd(psn0, 5));  // the gap, 8 responses
+  EXPECT_EQ(req[1].dma_len, 8 * 256u);
+  EXPECT_EQ(req[2].psn, PsnAdd(psn0, 5));  // then its first one alone
+  EXPECT_EQ(req[2].dma_len, 256u);
+  // Every retry counted is one re-request sent.
+  EXPECT_EQ(p.a.qp->counters.read_rerequests + p.a.qp->counters.implied_naks, 2u);
+  EXPECT_EQ(p.a.qp->counters.timeouts, 0u);
+}
+
+// A Read's gap is re-requested, and then the responder falls silent for a
+// few ACK timeouts (descheduled, its link down): the read hold asks again,
+// twice as late each time nothing was heard, instead of every couple of
+// round trips, which spent the stall budget (max_stalled_retries, 64) in a
+// fraction of the silence and failed the Read; the retransmit timer counts
+// the silence (retry_cnt). Once b answers, the Read completes.
+TEST(RcReorder, ReadGapOutlastsASilentResponder) {
+  PairOptions o;
+  o.attr.path_mtu = 256;
+  o.attr.timeout = 12;  // 4.096 us * 2^12 = 16.8 ms
+  o.attr.retry_cnt = 7;
+  RcPair p(o);
+  WireLog w(p.net());
+  const uint32_t n = 16 * 256;
+  Buffer sink(n, 1), target(n, 2);
+  target.Fill(6);
+  auto kr = p.a.Register(sink, mem::kLocalWrite);
+  auto tr = p.b.Register(target, mem::kLocalWrite | mem::kRemoteRead | mem::kRemoteWrite);
+  // A Write first samples the round trip (microseconds here): the read hold
+  // is then a couple of round trips, not a quarter of the ACK timeout.
+  Sge k0{sink.addr(), 256, kr.local_token};
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(9, WrOp::kWrite, &k0, 1, target.addr(), tr.remote_token)), PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 1));
+  ExpectCompletions(p.a.PollSend(), {{9, Status::kSuccess}});
+  const uint32_t psn0 = p.a.qp->next_psn();
+  constexpr uint64_t kSilence = 60'000'000;  // 60 ms: 3.6 ACK timeouts, well inside retry_cnt
+  uint64_t silent_from = 0;
+  w.drop = [&](const Frame& f) {
+    if (f.from == kA) {
+      // a's re-request for the gap: from now on b is not heard.
+      if (!silent_from && f.opcode == op::kRcReadRequest && f.psn == PsnAdd(psn0, 3)) silent_from = f.t;
+      return false;
+    }
+    if (IsReadResponse(f.opcode) && f.psn == PsnAdd(psn0, 3) && !silent_from) return true;  // the gap
+    return silent_from && f.t < silent_from + kSilence;
+  };
+  Sge ks{sink.addr(), n, kr.local_token};
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
+            PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 1));
+  p.RunIdle();
+  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
+  EXPECT_EQ(0, std::memcmp(sink.data(), target.data(), n));
+  EXPECT_TRUE(sink.GuardsIntact());
+  ASSERT_NE(silent_from, 0u);
+  // The holds double: about log2(60 ms / two round trips of microseconds)
+  // re-requests through the silence (without the doubling: over 64).
+  EXPECT_LE(p.a.qp->counters.read_rerequests, 16u);
+  EXPECT_GE(p.a.qp->counters.silent_timeouts, 2u);
+  EXPECT_LE(p.a.qp->counters.timeouts, 5u);
+  EXPECT_EQ(p.a.qp->state(), QpState::kRts);
+}
+
 // Our responder answers a re-request for part of a Read (what we and
 // hardware send for a gap) and a re-request to the end (what rxe sends),
 // and refuses one that is not whole packets of the same data.

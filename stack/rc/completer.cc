@@ -85,15 +85,7 @@ uint8_t* QueuePair::ReadSinkTarget(const RocePacket& p) const {
   if (state_ != QpState::kRts || p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_)) return nullptr;
   const size_t len = p.payload.size();
   if (len != attr_.path_mtu) return nullptr;
-  const SendWqe* rd = nullptr;
-  for (uint64_t i = ack_scan_; i != sq_tail_; i++) {  // the oldest open Read (OldestOpenRead)
-    const SendWqe& w = Slot(i);
-    if (!w.started) break;
-    if (w.IsRead() && !w.done) {
-      rd = &w;
-      break;
-    }
-  }
+  const SendWqe* rd = OldestOpenRead();
   if (!rd || p.bth.psn != rd->resp_psn || p.bth.psn == rd->LastPsn() || PsnDiff(p.bth.psn, max_sent_) >= 0)
     return nullptr;
   const uint64_t offset = uint64_t(PsnDiff(p.bth.psn, rd->first_psn)) * len;
@@ -211,9 +203,9 @@ QueuePair::SendWqe* QueuePair::NextOpenOrDoneRead(SendWqe* after) {
   return nullptr;
 }
 
-QueuePair::SendWqe* QueuePair::OldestOpenRead() {
+const QueuePair::SendWqe* QueuePair::OldestOpenRead() const {
   for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
-    SendWqe& w = Slot(i);
+    const SendWqe& w = Slot(i);
     if (!w.started) break;
     if (w.IsRead() && !w.done) return &w;
   }

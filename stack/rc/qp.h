@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stack/rc/queues.h"
@@ -294,7 +295,8 @@ class QueuePair {
   // Forward progress: new PSNs acknowledged or new Read data placed.
   void OnProgress(uint64_t now);
   // The oldest Read still waiting for responses, or null.
-  SendWqe* OldestOpenRead();
+  const SendWqe* OldestOpenRead() const;
+  SendWqe* OldestOpenRead() { return const_cast<SendWqe*>(std::as_const(*this).OldestOpenRead()); }
   // The next started Read after `after` in posting order (done or not), or null.
   SendWqe* NextOpenOrDoneRead(SendWqe* after);
   // A response from the peer arrived that lies beyond `rd`'s next expected

@@ -129,11 +129,8 @@ TEST(RcReorder, LostReadResponsesCostOnlyThemselves) {
   RcPair p(o);
   WireLog w(p.net());
   const uint32_t n = 64 * 256;
-  Buffer sink(n, 1), target(n, 2);
-  target.Fill(3);
-  auto kr = p.a.Register(sink, mem::kLocalWrite);
-  auto tr = p.b.Register(target, mem::kRemoteRead);
-  const uint32_t psn0 = p.a.qp->next_psn();
+  ReadOfTarget r(p, n, 3);
+  const uint32_t psn0 = r.psn0;
   auto resp = [&](uint32_t k) {
     return [&, k](const Frame& f) {
       return f.from == kB && IsReadResponse(f.opcode) && f.psn == PsnAdd(psn0, k);
@@ -141,13 +138,8 @@ TEST(RcReorder, LostReadResponsesCostOnlyThemselves) {
   };
   // 5, 20 and 40 lost once; 20 lost a second time in its replay.
   w.drop = DropAny({DropFirst(resp(5)), DropFirst(resp(20), 2), DropFirst(resp(40))});
-  Sge ks{sink.addr(), n, kr.local_token};
-  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
-            PostResult::kOk);
-  ASSERT_TRUE(p.RunForSend(p.a, 1));
-  p.RunIdle();
-  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
-  EXPECT_EQ(0, std::memcmp(sink.data(), target.data(), n));
+  r.Post();
+  r.ExpectDone();
   // Gaps are re-requested one at a time, each for itself (5, then 20, then
   // 40); when 20's replay is lost too, the gap is still there after the read
   // hold (a couple of round trips, not the retransmit timeout) and 20 alone
@@ -181,11 +173,8 @@ TEST(RcReorder, OneRetryPerReRequestOfAGap) {
   RcPair p(o);
   WireLog w(p.net());
   const uint32_t n = 64 * 256;
-  Buffer sink(n, 1), target(n, 2);
-  target.Fill(4);
-  auto kr = p.a.Register(sink, mem::kLocalWrite);
-  auto tr = p.b.Register(target, mem::kRemoteRead);
-  const uint32_t psn0 = p.a.qp->next_psn();
+  ReadOfTarget r(p, n, 4);
+  const uint32_t psn0 = r.psn0;
   // Transmissions of response k so far (k = PSN - psn0).
   auto sent = std::make_shared<std::vector<int>>(64, 0);
   auto k_of = [&](const Frame& f) -> int {
@@ -209,15 +198,10 @@ TEST(RcReorder, OneRetryPerReRequestOfAGap) {
     // 5..12 lost in the first pass; 5 lost again in the replay of the gap.
     return held || (k >= 5 && k <= 12 && nth == 1) || (k == 5 && nth == 2);
   };
-  Sge ks{sink.addr(), n, kr.local_token};
-  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
-            PostResult::kOk);
+  r.Post();
   ASSERT_TRUE(p.net().RunUntil([&] { return h.held() == 7; }, p.net().now() + 1'000'000));
   h.Release();
-  ASSERT_TRUE(p.RunForSend(p.a, 1));
-  p.RunIdle();
-  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
-  EXPECT_EQ(0, std::memcmp(sink.data(), target.data(), n));
+  r.ExpectDone();
   auto req = w.Op(kA, op::kRcReadRequest);
   ASSERT_EQ(req.size(), 3u);
   EXPECT_EQ(req[1].psn, PsnAdd(psn0, 5));  // the gap, 8 responses
@@ -243,17 +227,15 @@ TEST(RcReorder, ReadGapOutlastsASilentResponder) {
   RcPair p(o);
   WireLog w(p.net());
   const uint32_t n = 16 * 256;
-  Buffer sink(n, 1), target(n, 2);
-  target.Fill(6);
-  auto kr = p.a.Register(sink, mem::kLocalWrite);
-  auto tr = p.b.Register(target, mem::kLocalWrite | mem::kRemoteRead | mem::kRemoteWrite);
+  ReadOfTarget r(p, n, 6, mem::kLocalWrite | mem::kRemoteRead | mem::kRemoteWrite);
   // A Write first samples the round trip (microseconds here): the read hold
   // is then a couple of round trips, not a quarter of the ACK timeout.
-  Sge k0{sink.addr(), 256, kr.local_token};
-  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(9, WrOp::kWrite, &k0, 1, target.addr(), tr.remote_token)), PostResult::kOk);
+  Sge k0{r.sink.addr(), 256, r.kr.local_token};
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(9, WrOp::kWrite, &k0, 1, r.target.addr(), r.tr.remote_token)),
+            PostResult::kOk);
   ASSERT_TRUE(p.RunForSend(p.a, 1));
   ExpectCompletions(p.a.PollSend(), {{9, Status::kSuccess}});
-  const uint32_t psn0 = p.a.qp->next_psn();
+  const uint32_t psn0 = r.psn0 = p.a.qp->next_psn();
   constexpr uint64_t kSilence = 60'000'000;  // 60 ms: 3.6 ACK timeouts, well inside retry_cnt
   uint64_t silent_from = 0;
   w.drop = [&](const Frame& f) {
@@ -265,14 +247,8 @@ TEST(RcReorder, ReadGapOutlastsASilentResponder) {
     if (IsReadResponse(f.opcode) && f.psn == PsnAdd(psn0, 3) && !silent_from) return true;  // the gap
     return silent_from && f.t < silent_from + kSilence;
   };
-  Sge ks{sink.addr(), n, kr.local_token};
-  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
-            PostResult::kOk);
-  ASSERT_TRUE(p.RunForSend(p.a, 1));
-  p.RunIdle();
-  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
-  EXPECT_EQ(0, std::memcmp(sink.data(), target.data(), n));
-  EXPECT_TRUE(sink.GuardsIntact());
+  r.Post();
+  r.ExpectDone();
   ASSERT_NE(silent_from, 0u);
   // The holds double: about log2(60 ms / two round trips of microseconds)
   // re-requests through the silence (without the doubling: over 64).

@@ -320,20 +320,13 @@ TEST(RcRetransmit, DuplicateReadReplayedFromTheMiddle) {
   RcPair p(o);
   WireLog w(p.net());
   const uint32_t n = 2560;  // 10 responses
-  Buffer sink(n, 1), target(n, 2);
-  target.Fill(77);
-  auto kr = p.a.Register(sink, mem::kLocalWrite);
-  auto tr = p.b.Register(target, mem::kRemoteRead);
-  const uint32_t psn0 = p.a.qp->next_psn();
+  ReadOfTarget r(p, n, 77);
+  const uint32_t psn0 = r.psn0;
+  Buffer& target = r.target;
+  auto& tr = r.tr;
   w.drop = DropFirst([&](const Frame& f) { return f.from == kB && f.psn == PsnAdd(psn0, 4); });
-  Sge ks{sink.addr(), n, kr.local_token};
-  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
-            PostResult::kOk);
-  ASSERT_TRUE(p.RunForSend(p.a, 1));
-  p.RunIdle();
-  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
-  EXPECT_EQ(0, memcmp(sink.data(), target.data(), n));
-  EXPECT_TRUE(sink.GuardsIntact());
+  r.Post();
+  r.ExpectDone();
 
   auto req = w.Op(kA, op::kRcReadRequest);
   ASSERT_EQ(req.size(), 2u);

@@ -233,4 +233,37 @@ inline void ExpectCompletions(const std::vector<Completion>& got, const std::vec
   }
 }
 
+// One RDMA Read by p.a of `n` bytes of b's buffer into a's (the set-up most
+// Read tests share): `target` filled from `seed`, registered with
+// `target_access`; psn0 is the Read's first PSN once posted (set at
+// construction: post nothing else before Post).
+struct ReadOfTarget {
+  RcPair& p;
+  Buffer sink, target;
+  mem::RegionInfo kr, tr;
+  uint32_t psn0;
+  Sge ks;
+  ReadOfTarget(RcPair& pair, uint32_t n, uint8_t seed, uint32_t target_access = mem::kRemoteRead)
+      : p(pair), sink(n, 1), target(n, 2) {
+    target.Fill(seed);
+    kr = p.a.Register(sink, mem::kLocalWrite);
+    tr = p.b.Register(target, target_access);
+    psn0 = p.a.qp->next_psn();
+    ks = Sge{sink.addr(), n, kr.local_token};
+  }
+  void Post(uint64_t ctx = 1) {
+    ASSERT_EQ(p.a.qp->PostSend(MakeRdma(ctx, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)),
+              PostResult::kOk);
+  }
+  // Runs until the Read completes and the link is idle; it must have
+  // succeeded with the target's bytes in the sink and nothing around it touched.
+  void ExpectDone(uint64_t ctx = 1) {
+    ASSERT_TRUE(p.RunForSend(p.a, 1));
+    p.RunIdle();
+    ExpectCompletions(p.a.PollSend(), {{ctx, Status::kSuccess}});
+    EXPECT_EQ(0, std::memcmp(sink.data(), target.data(), sink.size()));
+    EXPECT_TRUE(sink.GuardsIntact());
+  }
+};
+
 }  // namespace roce::rc::testing

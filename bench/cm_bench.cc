@@ -88,7 +88,7 @@ Fixture* GetFixture() {
   if (!mac.ok()) return nullptr;
   f->mac_b = *mac;
   {
-    absl::MutexLock l(&eb.mu());
+    roce::engine::EngineLock l(&eb.mu());
     if (!eb.cm().BindPort(f->ip_b, kListenPort).ok()) return nullptr;
     auto li = eb.cm().Listen(f->ip_b, kListenPort, 64);
     if (!li.ok()) return nullptr;
@@ -118,11 +118,11 @@ bool PollUntil(Fixture& f, PredA pred_a, PredB pred_b, uint64_t timeout_ns = 5'0
   for (;;) {
     bool done;
     {
-      absl::MutexLock l(&ea.mu());
+      roce::engine::EngineLock l(&ea.mu());
       done = pred_a();
     }
     if (done) {
-      absl::MutexLock l(&eb.mu());
+      roce::engine::EngineLock l(&eb.mu());
       if (pred_b()) return true;
     }
     if (ea.NowNs() > deadline) return false;
@@ -173,18 +173,18 @@ void BM_CmConnectDisconnect(benchmark::State& st) {
     rc::QueuePair* qa;
     rc::QueuePair* qb;
     {
-      absl::MutexLock l(&ea.mu());
+      roce::engine::EngineLock l(&ea.mu());
       qa = ea.CreateQp(caps, &cq_a, &cq_a);
     }
     {
-      absl::MutexLock l(&eb.mu());
+      roce::engine::EngineLock l(&eb.mu());
       qb = eb.CreateQp(caps, &cq_b, &cq_b);
     }
     if (!qa || !qb) return st.SkipWithError("CreateQp failed (QPN quarantine: raise max_qps)");
     const uint64_t t1 = ea.NowNs();
     cm::ConnId ida;
     {
-      absl::MutexLock l(&ea.mu());
+      roce::engine::EngineLock l(&ea.mu());
       cp.qpn = qa->qpn();
       auto c = ca.Connect(cp, ea.NowNs());
       if (!c.ok()) return st.SkipWithError(std::string(c.status().message()).c_str());
@@ -194,7 +194,7 @@ void BM_CmConnectDisconnect(benchmark::State& st) {
     if (!PollUntil(*f, [] { return true; }, [&] { return cb.GetRequest(f->listener, &req); }))
       return st.SkipWithError("no request");
     {
-      absl::MutexLock l(&eb.mu());
+      roce::engine::EngineLock l(&eb.mu());
       ap.qpn = qb->qpn();
       if (auto s = cb.Accept(req.id, ap, eb.NowNs()); !s.ok()) return st.SkipWithError(std::string(s.message()).c_str());
     }
@@ -204,7 +204,7 @@ void BM_CmConnectDisconnect(benchmark::State& st) {
       return st.SkipWithError("not established");
     const uint64_t t2 = ea.NowNs();
     {
-      absl::MutexLock l(&ea.mu());
+      roce::engine::EngineLock l(&ea.mu());
       if (auto s = ca.Disconnect(ida, ea.NowNs()); !s.ok()) return st.SkipWithError(std::string(s.message()).c_str());
     }
     if (!PollUntil(*f, [&] { return TimeWaitOrClosed(ca.Info(ida)); }, [&] { return TimeWaitOrClosed(cb.Info(req.id)); }))
@@ -213,14 +213,14 @@ void BM_CmConnectDisconnect(benchmark::State& st) {
     max_id[0] = std::max(max_id[0], ida);
     max_id[1] = std::max(max_id[1], req.id);
     {
-      absl::MutexLock l(&ea.mu());
+      roce::engine::EngineLock l(&ea.mu());
       max_conns = std::max(max_conns, ca.Connections());
       max_quarantined = std::max(max_quarantined, ea.rc().QuarantinedQpns());
       ca.Release(ida, ea.NowNs());
       ea.DestroyQp(qa);
     }
     {
-      absl::MutexLock l(&eb.mu());
+      roce::engine::EngineLock l(&eb.mu());
       max_conns = std::max(max_conns, cb.Connections());
       cb.Release(req.id, eb.NowNs());
       eb.DestroyQp(qb);
@@ -243,7 +243,7 @@ void BM_CmConnectDisconnect(benchmark::State& st) {
     for (int side = 0; side < 2; side++) {
       engine::Engine& e = side ? eb : ea;
       cm::ConnectionManager& m = e.cm();
-      absl::MutexLock l(&e.mu());
+      roce::engine::EngineLock l(&e.mu());
       for (cm::ConnId id = 1; id <= max_id[side]; id++)
         if (const cm::ConnInfo* i = m.Info(id))
           std::fprintf(stderr, "cm_bench: side %c conn %u: %s (timed_out %d, peer_disconnected %d)\n",

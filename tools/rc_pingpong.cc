@@ -148,7 +148,7 @@ class PingPong {
 };
 
 bool PingPong::PostRecvs(uint32_t n) {
-  absl::MutexLock l(&eng_->mu());
+  roce::engine::EngineLock l(&eng_->mu());
   rc::Sge s{reinterpret_cast<uint64_t>(buf_.data()), o_.size, mr_.local_token};
   for (uint32_t i = 0; i < n; i++) {
     rc::RecvWr r{pp::kRecvWrId, &s, 1};
@@ -158,7 +158,7 @@ bool PingPong::PostRecvs(uint32_t n) {
 }
 
 bool PingPong::PostSend() {
-  absl::MutexLock l(&eng_->mu());
+  roce::engine::EngineLock l(&eng_->mu());
   rc::Sge s{reinterpret_cast<uint64_t>(buf_.data()), o_.size, mr_.local_token};
   rc::SendWr w;
   w.context = pp::kSendWrId;
@@ -223,7 +223,7 @@ int PingPong::Run() {
   buf_.assign(o_.size, pp::kBufferFill);
   cq_ = std::make_unique<rc::CompletionQueue>(o_.rx_depth + 1);
   {
-    absl::MutexLock l(&eng_->mu());
+    roce::engine::EngineLock l(&eng_->mu());
     if (eng_->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(buf_.data()), o_.size,
                                            mem::kLocalWrite, &mr_) != mem::Result::kOk) {
       std::fprintf(stderr, "Couldn't register MR\n");
@@ -394,7 +394,7 @@ int PingPong::Run() {
     }
   }
   {
-    absl::MutexLock l(&eng_->mu());
+    roce::engine::EngineLock l(&eng_->mu());
     const rc::QpCounters& c = qp_->counters;
     std::fprintf(stderr,
                  "rc-pingpong: qp 0x%06x tx %llu rx %llu retransmits %llu timeouts %llu seq-naks %llu/%llu "

@@ -167,7 +167,7 @@ bool Rdma::Setup() {
   back_.assign(o_.size, 0);
   target_.assign(o_.size, 0);
   cq_ = std::make_unique<rc::CompletionQueue>(64);
-  absl::MutexLock l(&eng_->mu());
+  roce::engine::EngineLock l(&eng_->mu());
   auto& m = eng_->rc().memory();
   if (m.RegisterRegion(reinterpret_cast<uint64_t>(src_.data()), o_.size, 0, &src_mr_) != mem::Result::kOk ||
       m.RegisterRegion(reinterpret_cast<uint64_t>(back_.data()), o_.size, mem::kLocalWrite, &back_mr_) !=
@@ -190,7 +190,7 @@ rc::Completion Rdma::Do(rc::WrOp op, std::vector<uint8_t>& local, const mem::Reg
   rc::Completion c{};
   c.status = rc::Status::kInternalError;
   {
-    absl::MutexLock l(&eng_->mu());
+    roce::engine::EngineLock l(&eng_->mu());
     rc::Sge s{reinterpret_cast<uint64_t>(local.data()), o_.size, lr.local_token};
     rc::SendWr w;
     w.context = 7;
@@ -291,7 +291,7 @@ int Rdma::Run() {
   rc::Completion c{};
   if (port_->faults().Any()) {
     const port::PortStats ps = port_->Stats();
-    absl::MutexLock l(&eng_->mu());
+    roce::engine::EngineLock l(&eng_->mu());
     const rc::QpCounters& k = qp_->counters;
     const uint64_t drops = ps.rx_faults.dropped + ps.tx_faults.dropped;
     const uint64_t recovered = k.retransmits + k.seq_naks_sent + k.duplicates;
@@ -305,7 +305,7 @@ int Rdma::Run() {
     a = Ask(absl::StrCat("BAD_WRITE ", s3));
     Step("the peer's Write with a wrong rkey fails IBV_WC_REM_ACCESS_ERR", a == "OK", a);
     Step("our region untouched by it", target_ == want2);
-    absl::MutexLock l(&eng_->mu());
+    roce::engine::EngineLock l(&eng_->mu());
     Step("we sent a remote access NAK", qp_->counters.access_naks_sent > 0);
   } else if (o_.bad_key == "ours") {
     const std::vector<uint8_t> want3 = Pattern(s3, o_.size);
@@ -320,7 +320,7 @@ int Rdma::Run() {
   ctl_.Send("BYE");
   tools::PollFor(*eng_, std::chrono::milliseconds(100));
   {
-    absl::MutexLock l(&eng_->mu());
+    roce::engine::EngineLock l(&eng_->mu());
     const rc::QpCounters& k = qp_->counters;
     std::fprintf(stderr, "rc-rdma: qp 0x%06x tx %llu rx %llu retransmits %llu seq-naks %llu/%llu duplicates %llu\n",
                  qp_->qpn(), static_cast<unsigned long long>(k.tx_packets),

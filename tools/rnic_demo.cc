@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     // Send with Invalidate of a window b bound over its target.
     uint32_t mw, tok;
     {
-      absl::MutexLock l(&B.eng->mu());
+      roce::engine::EngineLock l(&B.eng->mu());
       B.eng->rc().memory().CreateWindow(&mw);
       tok = B.eng->rc().memory().AllocateWindowToken(mw);
     }
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
     r = t.Wait(*B.rcq, 1);
     bool invalid;
     {
-      absl::MutexLock l(&B.eng->mu());
+      roce::engine::EngineLock l(&B.eng->mu());
       invalid = B.eng->rc().memory().CheckRemote(tok, reinterpret_cast<uint64_t>(dst.data()), 1,
                                                   mem::kRemoteWrite) != mem::Result::kOk;
       B.eng->rc().memory().DestroyWindow(mw);

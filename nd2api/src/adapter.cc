@@ -10,7 +10,7 @@ Adapter::Adapter(const AdapterConfig& cfg, tools::StackHost host, uint64_t id)
     : cfg_(cfg), host_(std::move(host)), id_(id) {
   for (bool v6 : {false, true})
     if (auto ip = host_.eng->LocalIp(v6)) addrs_.push_back(*ip);
-  absl::MutexLock l(&eng().mu());
+  roce::engine::EngineLock l(&eng().mu());
   eng().cm().on_event = [this](cm::ConnId c, cm::Event e) { OnCmEvent(c, e); };
   eng().cm().on_request = [this](cm::ListenerId lid) { OnCmRequest(lid); };
   eng().on_poll = [this](uint64_t now) { OnPoll(now); };
@@ -19,7 +19,7 @@ Adapter::Adapter(const AdapterConfig& cfg, tools::StackHost host, uint64_t id)
 
 Adapter::~Adapter() {
   eng().Stop();
-  absl::MutexLock l(&eng().mu());
+  roce::engine::EngineLock l(&eng().mu());
   eng().cm().on_event = nullptr;
   eng().cm().on_request = nullptr;
   eng().on_poll = nullptr;

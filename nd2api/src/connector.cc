@@ -105,7 +105,7 @@ Connector::Connector(Adapter* a, std::shared_ptr<OverlappedFile> f) : adapter_(a
 Connector::~Connector() {
   ov_.CancelAll();  // a pending Connect / Accept is abandoned (its on_cancel)
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     if (waiting_on_) waiting_on_->Forget(this);
     if (state_ == State::kResolving) adapter_->RemoveResolving(this);
     ForgetConn();  // the CM disconnects / rejects as needed
@@ -156,7 +156,7 @@ HRESULT Connector::Bind(const sockaddr* addr, ULONG len) {
   wire::IpAddr ip;
   uint16_t port;
   if (!FromSockaddr(addr, len, &ip, &port)) return ND_INVALID_PARAMETER_1;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (port_bound_ || state_ != State::kIdle) return STATUS_ADDRESS_ALREADY_ASSOCIATED;
   // A connection leaves from one address: a wildcard picks the adapter's.
   if (IsAnyV4(ip) || ip == wire::IpAddr{}) {
@@ -186,7 +186,7 @@ HRESULT Connector::Connect(IUnknown* qpu, const sockaddr* dest, ULONG len, ULONG
   if (pd_len > Limits::kMaxCallerData) return ND_INVALID_BUFFER_SIZE;
   in_rl = std::min<ULONG>(in_rl, Limits::kMaxReadLimit);
   out_rl = std::min<ULONG>(out_rl, Limits::kMaxReadLimit);
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   const bool retry = (state_ == State::kRejected || state_ == State::kFailed) && retry_ok_;
   if (state_ != State::kIdle && state_ != State::kBound && !retry) return ND_CONNECTION_ACTIVE;
   if ((qp->connector() && qp->connector() != this) || qp->rc_qp()->state() != rc::QpState::kInit)
@@ -238,7 +238,7 @@ HRESULT Connector::Connect(IUnknown* qpu, const sockaddr* dest, ULONG len, ULONG
       [this] {
         // Cancelled (CancelOverlappedRequests, or the connector going away):
         // the attempt is abandoned; the peer hears a REJ (timeout).
-        absl::MutexLock lk(&adapter_->eng().mu());
+        roce::engine::EngineLock lk(&adapter_->eng().mu());
         switch (state_) {
           case State::kResolving:
             adapter_->RemoveResolving(this);
@@ -298,7 +298,7 @@ HRESULT Connector::CompleteConnect(OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_1;
   HRESULT result;
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     if (state_ == State::kAborted && conn_ != cm::kNoConn) {
       // The passive side gave up before we completed: its REP timed out (REJ
       // timeout) or it abandoned the connection (REJ / DREQ).
@@ -323,7 +323,7 @@ HRESULT Connector::Accept(IUnknown* qpu, ULONG in_rl, ULONG out_rl, const VOID* 
   if (!qp) return ND_INVALID_PARAMETER_1;
   if (pd_len && !pd) return ND_ACCESS_VIOLATION;
   if (pd_len > Limits::kMaxCalleeData) return ND_INVALID_BUFFER_SIZE;  // the connector stays usable
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (state_ == State::kAborted) return ND_CONNECTION_ABORTED;
   if (state_ != State::kRequested) return ND_CONNECTION_INVALID;
   if (qp->connector() || qp->rc_qp()->state() != rc::QpState::kInit) return ND_CONNECTION_ACTIVE;
@@ -352,7 +352,7 @@ HRESULT Connector::Accept(IUnknown* qpu, ULONG in_rl, ULONG out_rl, const VOID* 
       ov,
       [this] {
         // Cancelled: the connection is abandoned (the active side hears a DREQ).
-        absl::MutexLock lk(&adapter_->eng().mu());
+        roce::engine::EngineLock lk(&adapter_->eng().mu());
         if (state_ != State::kAccepting) return;
         adapter_->eng().cm().Disconnect(conn_, adapter_->eng().NowNs()).IgnoreError();
         state_ = State::kFailed;
@@ -365,7 +365,7 @@ HRESULT Connector::Accept(IUnknown* qpu, ULONG in_rl, ULONG out_rl, const VOID* 
 HRESULT Connector::Reject(const VOID* pd, ULONG pd_len) {
   if (pd_len && !pd) return ND_ACCESS_VIOLATION;
   if (pd_len > Limits::kMaxCalleeData) return ND_INVALID_BUFFER_SIZE;  // the connector stays usable
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (state_ == State::kAborted) return ND_CONNECTION_ABORTED;
   if (state_ != State::kRequested && state_ != State::kConnected) return ND_CONNECTION_INVALID;
   std::vector<uint8_t> data(static_cast<const uint8_t*>(pd), static_cast<const uint8_t*>(pd) + pd_len);
@@ -381,7 +381,7 @@ HRESULT Connector::Reject(const VOID* pd, ULONG pd_len) {
 }
 
 HRESULT Connector::GetReadLimits(ULONG* in_rl, ULONG* out_rl) {
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (conn_ == cm::kNoConn || !have_peer_limits_) return ND_CONNECTION_INVALID;
   const cm::ConnInfo* i = adapter_->eng().cm().Info(conn_);
   if (!i) return ND_UNSUCCESSFUL;
@@ -394,7 +394,7 @@ HRESULT Connector::GetReadLimits(ULONG* in_rl, ULONG* out_rl) {
 
 HRESULT Connector::GetPrivateData(VOID* pd, ULONG* len) {
   if (!len) return ND_INVALID_PARAMETER_2;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   // The peer's REQ (passive), REP or REJ (active): the CM's fields as they
   // are on the wire (56, 196 or 148 bytes; the sender's data, then zeros).
   if (conn_ == cm::kNoConn || (!have_peer_limits_ && state_ != State::kRejected)) return ND_CONNECTION_INVALID;
@@ -413,7 +413,7 @@ HRESULT Connector::GetPrivateData(VOID* pd, ULONG* len) {
 
 HRESULT Connector::GetLocalAddress(sockaddr* addr, ULONG* len) {
   if (!len) return ND_INVALID_PARAMETER_2;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (conn_ != cm::kNoConn) {
     const cm::ConnInfo* i = adapter_->eng().cm().Info(conn_);
     if (i) return CopyAddress(i->local_ip, i->local_port, addr, len);
@@ -424,7 +424,7 @@ HRESULT Connector::GetLocalAddress(sockaddr* addr, ULONG* len) {
 
 HRESULT Connector::GetPeerAddress(sockaddr* addr, ULONG* len) {
   if (!len) return ND_INVALID_PARAMETER_2;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (conn_ == cm::kNoConn || !have_peer_limits_) return ND_CONNECTION_INVALID;
   const cm::ConnInfo* i = adapter_->eng().cm().Info(conn_);
   if (!i) return ND_CONNECTION_INVALID;
@@ -433,7 +433,7 @@ HRESULT Connector::GetPeerAddress(sockaddr* addr, ULONG* len) {
 
 HRESULT Connector::NotifyDisconnect(OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_1;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   switch (state_) {
     case State::kConnected:
     case State::kAccepting:
@@ -455,7 +455,7 @@ HRESULT Connector::NotifyDisconnect(OVERLAPPED* ov) {
 
 HRESULT Connector::Disconnect(OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_1;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (qp_gone_) return ND_CANCELED;  // the QP was released (and disconnected then)
   switch (state_) {
     case State::kDisconnected: {  // the peer was first: nothing left to do
@@ -618,7 +618,7 @@ Listener::Listener(Adapter* a, std::shared_ptr<OverlappedFile> f) : adapter_(a),
 Listener::~Listener() {
   ov_.CancelAll();  // pending GetConnectionRequests: ND_CANCELED (the listen request was closed)
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     for (Waiter& w : waiters_) w.connector->SetWaitingOn(nullptr);
     waiters_.clear();
     if (listening_) {
@@ -657,7 +657,7 @@ HRESULT Listener::QueryInterface(REFIID riid, void** ppv) {
 
 HRESULT Listener::CancelOverlappedRequests() {
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     for (Waiter& w : waiters_) w.connector->SetWaitingOn(nullptr);
     waiters_.clear();
   }
@@ -669,7 +669,7 @@ HRESULT Listener::Bind(const sockaddr* addr, ULONG len) {
   uint16_t port;
   if (!FromSockaddr(addr, len, &ip, &port)) return ND_INVALID_PARAMETER_1;
   if (IsAnyV4(ip)) ip = wire::IpAddr{};  // 0.0.0.0 and :: both mean every address
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (bound_) return STATUS_ADDRESS_ALREADY_ASSOCIATED;
   if (!(ip == wire::IpAddr{}) && !adapter_->HasAddress(ip)) return ND_INVALID_ADDRESS;
   auto b = adapter_->eng().cm().BindPort(ip, port);
@@ -682,7 +682,7 @@ HRESULT Listener::Bind(const sockaddr* addr, ULONG len) {
 }
 
 HRESULT Listener::Listen(ULONG backlog) {
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (!bound_ || listening_) return ND_INVALID_DEVICE_STATE;
   // 0: no limit (the CM's queue is bounded only by memory; 65536 pending).
   auto li = adapter_->eng().cm().Listen(ip_, port_, backlog ? backlog : 65536);
@@ -695,7 +695,7 @@ HRESULT Listener::Listen(ULONG backlog) {
 
 HRESULT Listener::GetLocalAddress(sockaddr* addr, ULONG* len) {
   if (!len) return ND_INVALID_PARAMETER_2;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (!listening_) return ND_INVALID_DEVICE_STATE;
   wire::IpAddr ip = ip_;
   // Bound to every address: the wildcard of the family it was bound with.
@@ -707,7 +707,7 @@ HRESULT Listener::GetConnectionRequest(IUnknown* cu, OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_2;
   auto* c = OursOf<Connector, IND2Connector>(cu, IID_IND2Connector, adapter_);
   if (!c) return ND_INVALID_PARAMETER_1;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (!listening_) return ND_INVALID_DEVICE_STATE;
   if (const HRESULT ok = c->CanTakeRequest(); ok != ND_SUCCESS) return ok;
   // The connector is not AddRef'd (a reference dropped under the engine
@@ -716,7 +716,7 @@ HRESULT Listener::GetConnectionRequest(IUnknown* cu, OVERLAPPED* ov) {
   waiters_.push_back({c, ov});
   c->SetWaitingOn(this);
   const HRESULT h = ov_.Pend(ov, [this, ov] {
-    absl::MutexLock lk(&adapter_->eng().mu());
+    roce::engine::EngineLock lk(&adapter_->eng().mu());
     for (auto it = waiters_.begin(); it != waiters_.end(); ++it)
       if (it->ov == ov) {
         it->connector->SetWaitingOn(nullptr);

@@ -35,7 +35,7 @@ CompletionQueue::~CompletionQueue() {
   // Outstanding Notify requests complete ND_CANCELED: the queue is destroyed.
   ov_.CancelAll();
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     cq_->on_push = nullptr;
     cq_->on_overflow = nullptr;
   }
@@ -62,8 +62,8 @@ HRESULT CompletionQueue::GetNotifyAffinity(USHORT* group, KAFFINITY* affinity) {
 
 HRESULT CompletionQueue::Resize(ULONG depth) {
   if (depth == 0 || depth > Limits::kMaxCqDepth) return ND_INVALID_PARAMETER;
-  std::lock_guard<std::mutex> pl(poll_mu_);
-  absl::MutexLock l(&adapter_->eng().mu());
+  engine::FastLock pl(&poll_mu_);
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   // The queued completions must fit (the queue is then unchanged). The
   // engine pushes into this ring: resized with both sides held, so no
   // completion is lost or reordered.
@@ -119,7 +119,7 @@ HRESULT CompletionQueue::Notify(ULONG type, OVERLAPPED* ov) {
   // satisfies it at once (no lost wake-up between a GetResults that
   // returned less than asked and Notify; no second wake-up for a completion
   // that already triggered one).
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (overrun_) return ND_BUFFER_OVERFLOW;
   cq_->on_push_every = true;  // every push reaches OnPush while a Notify is outstanding
   const uint64_t last = type == ND_CQ_NOTIFY_ANY        ? cq_->pushed()
@@ -140,7 +140,7 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
   // sends (PollInline skips threaded adapters at no cost).
   if (Provider* p = Provider::Get()) p->PollInline();
   else if (adapter_->inline_progress()) adapter_->Progress();
-  std::lock_guard<std::mutex> pl(poll_mu_);
+  engine::FastLock pl(&poll_mu_);
   ULONG got = 0;
   while (got < n && !carry_.empty()) {
     results[got++] = carry_.front();
@@ -152,7 +152,8 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
     const uint32_t want = std::min<uint32_t>(64, n - got);
     const uint32_t k = cq_->Poll(cs, want);
     if (k == 0) break;
-    consumed_ += k;
+    // Written only here, under poll_mu_: a store, not a locked add.
+    consumed_.store(consumed_.load(std::memory_order_relaxed) + k, std::memory_order_release);
     for (uint32_t i = 0; i < k; i++) {
       const rc::Completion& c = cs[i];
       ND2_RESULT r{};
@@ -168,7 +169,7 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
         inv.Status = ND_SUCCESS;
         inv.QueuePairContext = r.QueuePairContext;
         {
-          absl::MutexLock l(&adapter_->eng().mu());
+          roce::engine::EngineLock l(&adapter_->eng().mu());
           MemoryWindow* w = adapter_->WindowByToken(c.inv_rkey);
           // The window is unbound from now on (a later Invalidate of it is
           // one of a window that is not bound).
@@ -226,7 +227,7 @@ HRESULT SharedReceiveQueue::Modify(ULONG depth, ULONG threshold) {
   // 0 leaves either value as it is.
   if (depth > Limits::kMaxSrqDepth) return ND_INVALID_PARAMETER;
   absl::MutexLockMaybe pl(adapter_->inline_progress() ? nullptr : &post_mu_);
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   const ULONG new_depth = depth ? depth : rq_->depth();
   if (threshold > new_depth) return ND_INVALID_PARAMETER;
   if (depth && depth != rq_->depth()) {
@@ -253,7 +254,7 @@ void SharedReceiveQueue::CheckThreshold() {
 
 HRESULT SharedReceiveQueue::Notify(OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_1;
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   const HRESULT h = ov_.Pend(ov, {}, kTagSrqNotify);
   CheckThreshold();
   return h;
@@ -279,7 +280,7 @@ HRESULT SharedReceiveQueue::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
     absl::MutexLock pl(&post_mu_);
     return PostHresult(rq_->Post(w));
   }
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   return PostHresult(rq_->Post(w));
 }
 

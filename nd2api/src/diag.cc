@@ -40,7 +40,7 @@ class AdapterDiagnostics final : public IND2AdapterDiagnostics {
     d.InfoVersion = ND2_DIAGNOSTICS_VERSION_1;
     engine::Engine& eng = adapter_->eng();
     {
-      absl::MutexLock l(&eng.mu());
+      roce::engine::EngineLock l(&eng.mu());
       d.QueuePairs = eng.rc().QpsInUse();
       d.QuarantinedQpns = eng.rc().QuarantinedQpns();
       d.Connections = eng.cm().Connections();
@@ -86,7 +86,7 @@ class AdapterDiagnostics final : public IND2AdapterDiagnostics {
       h = ND_INVALID_PARAMETER_2;
     } else {
       engine::Engine& eng = adapter_->eng();
-      absl::MutexLock l(&eng.mu());
+      roce::engine::EngineLock l(&eng.mu());
       const cm::ConnId id = c->conn_id();
       const cm::ConnInfo* ci = id == cm::kNoConn ? nullptr : eng.cm().Info(id);
       if (!ci) {

@@ -108,7 +108,7 @@ MemoryRegion::MemoryRegion(Adapter* a, std::shared_ptr<OverlappedFile> f) : adap
 MemoryRegion::~MemoryRegion() {
   ov_.CancelAll();
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     if (registered_) {
       // Released without Deregister: windows still bound to the region stop
       // granting access now (the application may free the buffer next).
@@ -158,7 +158,7 @@ HRESULT MemoryRegion::Register(const VOID* buf, SIZE_T len, ULONG flags, OVERLAP
       !RangeMapped(addr, len, (access & (mem::kLocalWrite | mem::kRemoteWrite | mem::kReadSink)) != 0))
     return ND_ACCESS_VIOLATION;
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     if (registered_) return ND_INVALID_DEVICE_STATE;  // one buffer per region: Deregister first
     const mem::Result r = adapter_->eng().rc().memory().RegisterRegion(addr, len, access, &info_);
     if (r == mem::Result::kNoResources) return ND_INSUFFICIENT_RESOURCES;
@@ -178,7 +178,7 @@ HRESULT MemoryRegion::Register(const VOID* buf, SIZE_T len, ULONG flags, OVERLAP
 HRESULT MemoryRegion::Deregister(OVERLAPPED* ov) {
   if (!ov) return ND_INVALID_PARAMETER_1;
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     if (!registered_) return ND_INVALID_DEVICE_STATE;
     const mem::Result r = adapter_->eng().rc().memory().DeregisterRegion(info_.handle);
     if (r == mem::Result::kBusy) return ND_DEVICE_BUSY;  // a window is bound to it
@@ -192,13 +192,13 @@ HRESULT MemoryRegion::Deregister(OVERLAPPED* ov) {
 
 MemoryWindow::MemoryWindow(Adapter* a) : adapter_(a) {
   adapter_->AddRef();
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (adapter_->eng().rc().memory().CreateWindow(&handle_) != mem::Result::kOk) handle_ = 0;
 }
 
 MemoryWindow::~MemoryWindow() {
   {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     adapter_->RemoveWindow(token_, this);
     if (handle_) adapter_->eng().rc().memory().DestroyWindow(handle_);
   }

@@ -291,7 +291,7 @@ class CompletionQueue final : public IND2CompletionQueue {
   OverlappedSet ov_;
   std::unique_ptr<rc::CompletionQueue> cq_;
   KAFFINITY affinity_;
-  std::mutex poll_mu_;                // one consumer at a time
+  engine::FastMutex poll_mu_;         // one consumer at a time
   std::deque<ND2_RESULT> carry_;      // results made from one completion that did not fit
   // Notification (no lost wake-up, no double trigger). Completions are
   // numbered 1, 2, ... as they are pushed; `consumed_` is the number

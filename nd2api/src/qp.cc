@@ -35,7 +35,7 @@ HRESULT QueuePair::Init(const rc::QpCaps& caps) {
       return ND_INSUFFICIENT_RESOURCES;
     }
   }
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   try {
     qp_ = adapter_->eng().CreateQp(caps, icq_->rc_cq(), rcq_->rc_cq(), srq_ ? srq_->rq() : nullptr,
                                    reinterpret_cast<uint64_t>(ctx_));
@@ -52,7 +52,7 @@ HRESULT QueuePair::Init(const rc::QpCaps& caps) {
 
 QueuePair::~QueuePair() {
   if (qp_) {
-    absl::MutexLock l(&adapter_->eng().mu());
+    roce::engine::EngineLock l(&adapter_->eng().mu());
     if (rings_) {
       adapter_->eng().RemovePostSource(&drainer_);
       DrainPosts();
@@ -73,7 +73,7 @@ ULONG QueuePair::Release() {
     // Releasing a connected queue pair disconnects it (nd2-reference.md).
     Connector* c = nullptr;
     {
-      absl::MutexLock l(&adapter_->eng().mu());
+      roce::engine::EngineLock l(&adapter_->eng().mu());
       c = connector_;
       connector_ = nullptr;
       if (c) c->QpReleased();
@@ -98,7 +98,7 @@ HRESULT QueuePair::QueryInterface(REFIID riid, void** ppv) {
 }
 
 HRESULT QueuePair::Flush() {
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (rings_) DrainPosts();  // what was posted before Flush is flushed too
   if (qp_->state() != rc::QpState::kReset && qp_->state() != rc::QpState::kError) qp_->ToError();
   return ND_SUCCESS;
@@ -165,7 +165,7 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
 }
 
 HRESULT QueuePair::PostNow(const rc::SendWr& w) {
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;
   return PostHresult(qp_->PostSend(w));  // rings the engine's doorbell
@@ -224,7 +224,7 @@ HRESULT QueuePair::Receive(VOID* ctx, const ND2_SGE sge[], ULONG n) {
   w.sge = s;
   w.num_sge = n;
   if (rings_) return RingReceive(w);
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   return PostHresult(qp_->PostRecv(w));
 }
 
@@ -240,7 +240,7 @@ bool QueuePair::InitiatorReady() {
   if (ready_) return true;
   // Until connected: asked under the engine lock. Once in RTS or Error a
   // queue pair never leaves them (nothing resets an ND2 queue pair).
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   const rc::QpState st = qp_->state();
   ready_ = st == rc::QpState::kRts || st == rc::QpState::kError;
   return ready_;
@@ -346,7 +346,7 @@ HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, 
   // Posting rings: behind everything queued before it (drained now, under the
   // engine lock), straight into the stack, counted as any request.
   absl::MutexLockMaybe pl(rings_ ? &post_mu_ : nullptr);
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (rings_) DrainPosts();
   if (!region->registered()) return ND_INVALID_PARAMETER_2;
   // The region must allow what the window grants (ALLOW_WRITE needs a region
@@ -391,7 +391,7 @@ HRESULT QueuePair::Invalidate(VOID* ctx, IUnknown* mw, ULONG flags) {
   w.op = rc::WrOp::kInvalidate;
   w.flags = flags & (rc::kSilentSuccess | rc::kReadFence);
   absl::MutexLockMaybe pl(rings_ ? &post_mu_ : nullptr);
-  absl::MutexLock l(&adapter_->eng().mu());
+  roce::engine::EngineLock l(&adapter_->eng().mu());
   if (rings_) DrainPosts();
   const rc::QpState st = qp_->state();
   if (st != rc::QpState::kRts && st != rc::QpState::kError) return ND_CONNECTION_INVALID;

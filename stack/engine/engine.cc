@@ -142,7 +142,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
 
 Engine::~Engine() {
   Stop();
-  absl::MutexLock l(&mu_);
+  EngineLock l(&mu_);
   qp_telemetry_.clear();
   telemetry_.Reset();
   for (rte_mbuf* m : tx_) rte_pktmbuf_free(m);
@@ -606,7 +606,7 @@ void Engine::RemovePostSource(PostSource* s) {
 }
 
 size_t Engine::Poll() {
-  absl::MutexLock l(&mu_);
+  EngineLock l(&mu_);
   in_poll_ = true;  // a post from inside the pass (a callback, a drained ring) waits for its RC turn
   counters_.polls++;
   size_t drained = 0;
@@ -740,7 +740,7 @@ absl::StatusOr<MacAddr> Engine::Resolve(const IpAddr& peer, uint64_t timeout_ns)
   const uint64_t deadline = NowNs() + timeout_ns;
   for (;;) {
     {
-      absl::MutexLock l(&mu_);
+      EngineLock l(&mu_);
       const neighbor::LookupResult r = neighbors_->Lookup(peer, NowNs(), [this](ByteSpan f) { SendRaw(f); });
       FlushTx();
       if (r.status == neighbor::ResolveStatus::kResolved) return r.mac;
@@ -774,7 +774,7 @@ bool Engine::WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns) {
   const uint64_t deadline = NowNs() + timeout_ns;
   for (;;) {
     {
-      absl::MutexLock l(&mu_);
+      EngineLock l(&mu_);
       if (pred()) return true;
     }
     if (NowNs() > deadline) return false;

@@ -44,6 +44,7 @@
 #include <absl/synchronization/mutex.h>
 
 #include "stack/cm/cm.h"
+#include "stack/engine/engine_mutex.h"
 #include "stack/engine/post_ring.h"
 #include "stack/neighbor/neighbor.h"
 #include "stack/port/port.h"
@@ -114,7 +115,7 @@ class Engine : public rc::PacketSink {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  absl::Mutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
+  EngineMutex& mu() ABSL_LOCK_RETURNED(mu_) { return mu_; }
   rc::RcDevice& rc() { return *rc_; }
   cm::ConnectionManager& cm() { return *cm_; }
   neighbor::NeighborTable& neighbors() { return *neighbors_; }
@@ -227,7 +228,7 @@ class Engine : public rc::PacketSink {
 
   port::Port* port_;
   EngineOptions opts_;
-  absl::Mutex mu_;
+  EngineMutex mu_;
   std::unique_ptr<rc::RcDevice> rc_;
   std::unique_ptr<neighbor::NeighborTable> neighbors_;
   std::unique_ptr<cm::ConnectionManager> cm_;

@@ -80,7 +80,7 @@ class EngineRing : public ::testing::Test {
     // A window over the target for SendWithInvalidate, bound through b's QP.
     uint32_t mw, tok;
     {
-      absl::MutexLock l(&h(1).eng->mu());
+      roce::engine::EngineLock l(&h(1).eng->mu());
       mem::MemoryTable& m = h(1).eng->rc().memory();
       ASSERT_EQ(m.CreateWindow(&mw), mem::Result::kOk);
       tok = m.AllocateWindowToken(mw);
@@ -144,14 +144,14 @@ class EngineRing : public ::testing::Test {
     EXPECT_EQ(0, memcmp(src.data(), target.data(), size));
     EXPECT_EQ(0, memcmp(src.data(), sink.data(), size));
     {  // the window was invalidated remotely
-      absl::MutexLock l(&h(1).eng->mu());
+      roce::engine::EngineLock l(&h(1).eng->mu());
       EXPECT_NE(h(1).eng->rc().memory().CheckRemote(tok, reinterpret_cast<uint64_t>(target.data()), 1,
                                                     mem::kRemoteRead),
                 mem::Result::kOk);
       h(1).eng->rc().memory().DestroyWindow(mw);
       for (auto* reg : {&rr, &tr}) h(1).eng->rc().memory().DeregisterRegion(reg->handle);
     }
-    absl::MutexLock l(&h(0).eng->mu());
+    roce::engine::EngineLock l(&h(0).eng->mu());
     for (auto* reg : {&sr, &kr}) h(0).eng->rc().memory().DeregisterRegion(reg->handle);
   }
   std::unique_ptr<tools::TwoStacks> ts_;
@@ -245,7 +245,7 @@ TEST_F(EngineRing, DeregisteringRevokesZeroCopyFramesInFlight) {
 TEST_F(EngineRing, TelemetryExportsEveryQpCounter) {
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_tel")));
   RunAllOps(4096);
-  absl::MutexLock l(&h(0).eng->mu());
+  roce::engine::EngineLock l(&h(0).eng->mu());
   auto v = port::QueryTelemetry("qp", h(0).eng->QpTelemetryId(h(0).qp->qpn()));
   // Both sides' QPs are registered (the same QPN on two ports).
   EXPECT_TRUE(port::QueryTelemetry("qp", h(1).eng->QpTelemetryId(h(1).qp->qpn())).ok());
@@ -326,13 +326,13 @@ rc::DeviceCounters TransfersLandExactly(tools::TwoStacks& ts, uint64_t seed_byte
   mem::RegionInfo sr, tr;
   rc::DeviceCounters d;
   {
-    absl::MutexLock l(&from.eng->mu());
+    roce::engine::EngineLock l(&from.eng->mu());
     EXPECT_EQ(from.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(src.data()), src.size(),
                                                      read ? static_cast<uint32_t>(mem::kRemoteRead) : 0u, &sr),
               mem::Result::kOk);
   }
   {
-    absl::MutexLock l(&to.eng->mu());
+    roce::engine::EngineLock l(&to.eng->mu());
     EXPECT_EQ(to.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(target.data()), target.size(),
                                                    mem::kLocalWrite | mem::kRemoteWrite, &tr),
               mem::Result::kOk);
@@ -371,7 +371,7 @@ rc::DeviceCounters TransfersLandExactly(tools::TwoStacks& ts, uint64_t seed_byte
     EXPECT_EQ(outside, 0u) << "bytes changed around the target, round " << round;
   }
   {
-    absl::MutexLock l(&to.eng->mu());
+    roce::engine::EngineLock l(&to.eng->mu());
     const rc::DeviceCounters& now = to.eng->rc().counters;
     d.rx_frames = now.rx_frames - d.rx_frames;
     for (size_t i = 0; i < static_cast<size_t>(wire::Error::kCount); i++) d.rx_errors[i] = now.rx_errors[i] - d.rx_errors[i];
@@ -380,7 +380,7 @@ rc::DeviceCounters TransfersLandExactly(tools::TwoStacks& ts, uint64_t seed_byte
     to.eng->rc().memory().DeregisterRegion(tr.handle);
   }
   {
-    absl::MutexLock l(&from.eng->mu());
+    roce::engine::EngineLock l(&from.eng->mu());
     from.eng->rc().memory().DeregisterRegion(sr.handle);
   }
   return d;
@@ -460,7 +460,7 @@ void CmRoundTrip(tools::TwoStacks& ts, bool b_dedicated) {
   cm::ListenerId lid = 0;
   const wire::IpAddr ipa = *ea.LocalIp(false), ipb = *eb.LocalIp(false);
   {
-    absl::MutexLock l(&eb.mu());
+    roce::engine::EngineLock l(&eb.mu());
     ASSERT_TRUE(eb.cm().BindPort(ipb, 7174).ok());
     auto li = eb.cm().Listen(ipb, 7174, 4);
     ASSERT_TRUE(li.ok()) << li.status();
@@ -474,7 +474,7 @@ void CmRoundTrip(tools::TwoStacks& ts, bool b_dedicated) {
   ASSERT_TRUE(mac.ok());
   cm::ConnId ca;
   {
-    absl::MutexLock l(&ea.mu());
+    roce::engine::EngineLock l(&ea.mu());
     qa = ea.CreateQp({}, &scq, &rcq);
     cm::ConnectParams cp;
     cp.qpn = qa->qpn();
@@ -498,7 +498,7 @@ void CmRoundTrip(tools::TwoStacks& ts, bool b_dedicated) {
   };
   cm::ConnRequest req;
   ASSERT_TRUE(poll_both_until([&] {
-    absl::MutexLock l(&eb.mu());
+    roce::engine::EngineLock l(&eb.mu());
     return eb.cm().GetRequest(lid, &req);
   }));
   EXPECT_EQ(req.peer_ip, ipa);
@@ -506,7 +506,7 @@ void CmRoundTrip(tools::TwoStacks& ts, bool b_dedicated) {
   std::vector<uint8_t> buf(100, 7), rbuf(100, 0);
   mem::RegionInfo sr, rr;
   {
-    absl::MutexLock l(&eb.mu());
+    roce::engine::EngineLock l(&eb.mu());
     cm::AcceptParams ap;
     ap.qpn = qb->qpn();
     ASSERT_TRUE(eb.cm().Accept(req.id, ap, eb.NowNs()).ok());
@@ -519,11 +519,11 @@ void CmRoundTrip(tools::TwoStacks& ts, bool b_dedicated) {
     ASSERT_EQ(qb->PostRecv(w), rc::PostResult::kOk);
   }
   ASSERT_TRUE(poll_both_until([&] {
-    absl::MutexLock l(&ea.mu());
+    roce::engine::EngineLock l(&ea.mu());
     return ea.cm().Info(ca)->state == cm::ConnState::kEstablished;
   }));
   {
-    absl::MutexLock l(&ea.mu());
+    roce::engine::EngineLock l(&ea.mu());
     ea.rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(buf.data()), buf.size(), 0, &sr);
     rc::Sge s{reinterpret_cast<uint64_t>(buf.data()), 100, sr.local_token};
     rc::SendWr w;
@@ -535,23 +535,23 @@ void CmRoundTrip(tools::TwoStacks& ts, bool b_dedicated) {
   ASSERT_TRUE(poll_both_until([&] { return brcq.size() == 1 && scq.size() == 1; }));
   EXPECT_EQ(rbuf, buf);
   {
-    absl::MutexLock l(&ea.mu());
+    roce::engine::EngineLock l(&ea.mu());
     ASSERT_TRUE(ea.cm().Disconnect(ca, ea.NowNs()).ok());
   }
   ASSERT_TRUE(poll_both_until([&] {
-    absl::MutexLock la(&ea.mu());
-    absl::MutexLock lb(&eb.mu());
+    roce::engine::EngineLock la(&ea.mu());
+    roce::engine::EngineLock lb(&eb.mu());
     return ea.cm().Info(ca)->state == cm::ConnState::kTimeWait && eb.cm().Info(req.id)->peer_disconnected;
   }));
   if (b_dedicated) eb.Stop();
   for (engine::Engine* e : {&ea, &eb}) {
-    absl::MutexLock l(&e->mu());
+    roce::engine::EngineLock l(&e->mu());
     e->cm().Release(e == &ea ? ca : req.id, e->NowNs());
     e->rc().memory().DeregisterRegion(e == &ea ? sr.handle : rr.handle);
     e->DestroyQp(e == &ea ? qa : qb);
   }
   {
-    absl::MutexLock l(&eb.mu());
+    roce::engine::EngineLock l(&eb.mu());
     eb.cm().CloseListener(lid, eb.NowNs());
     eb.cm().UnbindPort(ipb, 7174);
   }

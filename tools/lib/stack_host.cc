@@ -83,7 +83,7 @@ absl::StatusOr<wire::IpAddr> LocalGidIp(const engine::Engine& eng, const HostOpt
 absl::Status ConnectQp(engine::Engine& eng, rc::QueuePair* qp, const QpConnectParams& p) {
   auto mac = eng.Resolve(p.peer, p.resolve_timeout_ns);
   if (!mac.ok()) return mac.status();
-  absl::MutexLock l(&eng.mu());
+  roce::engine::EngineLock l(&eng.mu());
   auto path = eng.PathTo(p.peer, *mac);
   if (!path.ok()) return path.status();
   rc::QpAttr a = p.attr;

@@ -44,7 +44,7 @@ TwoStacks::~TwoStacks() {
   for (Side& s : s_) {
     if (!s.eng) continue;
     s.eng->Stop();
-    absl::MutexLock l(&s.eng->mu());
+    roce::engine::EngineLock l(&s.eng->mu());
     if (s.qp) s.eng->DestroyQp(s.qp);
   }
   for (Side& s : s_) {
@@ -55,7 +55,7 @@ TwoStacks::~TwoStacks() {
 
 absl::Status TwoStacks::Connect(const TwoStacksOptions& o) {
   for (int i = 0; i < 2; i++) {
-    absl::MutexLock l(&s_[i].eng->mu());
+    roce::engine::EngineLock l(&s_[i].eng->mu());
     s_[i].qp = s_[i].eng->CreateQp(o.caps, s_[i].scq.get(), s_[i].rcq.get(), nullptr, 100 + i);
     if (!s_[i].qp || !s_[i].qp->ToInit()) return absl::InternalError("cannot create a QP");
   }
@@ -99,7 +99,7 @@ std::vector<rc::Completion> TwoStacks::Wait(rc::CompletionQueue& cq, size_t n, u
 }
 
 mem::RegionInfo TwoStacks::Register(Side& s, void* p, size_t len, uint32_t access, mem::Result* result) {
-  absl::MutexLock l(&s.eng->mu());
+  roce::engine::EngineLock l(&s.eng->mu());
   mem::RegionInfo r{};
   const mem::Result res = s.eng->rc().memory().RegisterRegion(reinterpret_cast<uint64_t>(p), len, access, &r);
   if (result) *result = res;
@@ -107,17 +107,17 @@ mem::RegionInfo TwoStacks::Register(Side& s, void* p, size_t len, uint32_t acces
 }
 
 void TwoStacks::Deregister(Side& s, const mem::RegionInfo& r) {
-  absl::MutexLock l(&s.eng->mu());
+  roce::engine::EngineLock l(&s.eng->mu());
   s.eng->rc().memory().DeregisterRegion(r.handle);
 }
 
 rc::PostResult TwoStacks::Post(Side& s, const rc::SendWr& w) {
-  absl::MutexLock l(&s.eng->mu());
+  roce::engine::EngineLock l(&s.eng->mu());
   return s.qp->PostSend(w);
 }
 
 rc::PostResult TwoStacks::PostRecv(Side& s, const rc::RecvWr& w) {
-  absl::MutexLock l(&s.eng->mu());
+  roce::engine::EngineLock l(&s.eng->mu());
   return s.qp->PostRecv(w);
 }
 

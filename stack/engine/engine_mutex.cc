@@ -1,0 +1,58 @@
+#include "stack/engine/engine_mutex.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <rte_pause.h>
+
+namespace roce::engine {
+
+namespace {
+// Spins before sleeping: an engine pass or a post holds the lock for a few
+// microseconds at most; a futex sleep and wake-up cost about as much.
+constexpr int kSpins = 256;
+
+bool CheckedFromEnv() {
+  const char* v = std::getenv("SOFT_RNIC_MUTEX_CHECK");
+  return v && std::strcmp(v, "1") == 0;
+}
+}  // namespace
+
+void FastMutex::LockSlow() {
+  for (int i = 0; i < kSpins; i++) {
+    rte_pause();
+    uint32_t c = s_.load(std::memory_order_relaxed);
+    if (c == kFree && s_.compare_exchange_weak(c, kHeld, std::memory_order_acquire, std::memory_order_relaxed))
+      return;
+  }
+  // Mark it contended (so the holder's Unlock wakes a sleeper) and sleep
+  // while it stays held. A thread that takes it this way leaves it marked
+  // contended: its Unlock may wake no one, never misses a sleeper.
+  uint32_t c = s_.exchange(kContended, std::memory_order_acquire);
+  while (c != kFree) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAIT_PRIVATE, kContended, nullptr, nullptr, 0);
+    c = s_.exchange(kContended, std::memory_order_acquire);
+  }
+}
+
+void FastMutex::Wake() {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+EngineMutex::EngineMutex() : checked_(CheckedFromEnv()) {}
+
+void EngineMutex::AssertHeld() const {
+  if (checked_) {
+    abseil_.AssertHeld();
+  } else if (!fast_.Held()) {
+    std::fprintf(stderr, "roce: the engine lock is not held\n");
+    std::abort();
+  }
+}
+
+}  // namespace roce::engine

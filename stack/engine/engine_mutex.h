@@ -1,0 +1,102 @@
+// The engine's lock (Engine::mu()), and a plain fast mutex.
+//
+// Every post and every pass of an engine takes Engine::mu(): four to five
+// times per message of an 8 B ping-pong. Debian's absl::Mutex does that in
+// ~58 instructions per Lock + Unlock, out of line (its debug bookkeeping
+// included): 3.7% of the round trip (bench/instructions). FastMutex is a
+// futex mutex (Drepper, "Futexes Are Tricky", mutex 3) whose uncontended
+// Lock and Unlock are one atomic each, inline; a contended Lock spins briefly
+// (the critical sections are a pass or a post: microseconds), then sleeps in
+// the kernel, woken by the Unlock that sees it waiting.
+//
+// EngineMutex is a FastMutex, except under SOFT_RNIC_MUTEX_CHECK=1 (meson's
+// test set-up sets it) where it is an absl::Mutex, so the tests keep
+// absl's lock-order (deadlock) checks of the engine lock against every other
+// absl::Mutex of the stack and of libnd2. The FastMutex path has its own
+// tests (tests/engine/engine_mutex_test.cc) and runs in the tests that set
+// SOFT_RNIC_MUTEX_CHECK=0.
+//
+// Both carry the thread-safety annotations of absl::Mutex (ABSL_LOCKABLE):
+// GUARDED_BY and LOCKS_REQUIRED on the engine lock are checked as before.
+#pragma once
+
+#include <absl/base/optimization.h>
+#include <absl/base/thread_annotations.h>
+#include <absl/synchronization/mutex.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace roce::engine {
+
+class ABSL_LOCKABLE FastMutex {
+ public:
+  FastMutex() = default;
+  FastMutex(const FastMutex&) = delete;
+  FastMutex& operator=(const FastMutex&) = delete;
+
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    uint32_t c = kFree;
+    if (ABSL_PREDICT_FALSE(!s_.compare_exchange_strong(c, kHeld, std::memory_order_acquire,
+                                                       std::memory_order_relaxed)))
+      LockSlow();
+  }
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    uint32_t c = kFree;
+    return s_.compare_exchange_strong(c, kHeld, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+  void Unlock() ABSL_UNLOCK_FUNCTION() {
+    if (ABSL_PREDICT_FALSE(s_.exchange(kFree, std::memory_order_release) == kContended)) Wake();
+  }
+  // Held by some thread (FastMutex does not know which).
+  bool Held() const { return s_.load(std::memory_order_relaxed) != kFree; }
+
+ private:
+  static constexpr uint32_t kFree = 0, kHeld = 1, kContended = 2;  // kContended: held, maybe waiters
+  void LockSlow();
+  void Wake();
+  std::atomic<uint32_t> s_{kFree};
+};
+
+class ABSL_LOCKABLE EngineMutex {
+ public:
+  // Checked (an absl::Mutex) when SOFT_RNIC_MUTEX_CHECK=1 at construction.
+  EngineMutex();
+  explicit EngineMutex(bool checked) : checked_(checked) {}
+  EngineMutex(const EngineMutex&) = delete;
+  EngineMutex& operator=(const EngineMutex&) = delete;
+
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    if (ABSL_PREDICT_FALSE(checked_)) return abseil_.Lock();
+    fast_.Lock();
+  }
+  void Unlock() ABSL_UNLOCK_FUNCTION() {
+    if (ABSL_PREDICT_FALSE(checked_)) return abseil_.Unlock();
+    fast_.Unlock();
+  }
+  // Checked: by this thread (absl::Mutex::AssertHeld); fast: by some thread.
+  void AssertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK();
+  bool checked() const { return checked_; }
+
+ private:
+  const bool checked_;
+  FastMutex fast_;
+  absl::Mutex abseil_;
+};
+
+// absl::MutexLock for these.
+template <class M>
+class ABSL_SCOPED_LOCKABLE ScopedLock {
+ public:
+  explicit ScopedLock(M* m) ABSL_EXCLUSIVE_LOCK_FUNCTION(m) : m_(m) { m_->Lock(); }
+  ~ScopedLock() ABSL_UNLOCK_FUNCTION() { m_->Unlock(); }
+  ScopedLock(const ScopedLock&) = delete;
+  ScopedLock& operator=(const ScopedLock&) = delete;
+
+ private:
+  M* const m_;
+};
+using EngineLock = ScopedLock<EngineMutex>;
+using FastLock = ScopedLock<FastMutex>;
+
+}  // namespace roce::engine

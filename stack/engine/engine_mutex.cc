@@ -16,12 +16,12 @@ namespace {
 // Spins before sleeping: an engine pass or a post holds the lock for a few
 // microseconds at most; a futex sleep and wake-up cost about as much.
 constexpr int kSpins = 256;
+}  // namespace
 
-bool CheckedFromEnv() {
+bool MutexChecksRequested() {
   const char* v = std::getenv("SOFT_RNIC_MUTEX_CHECK");
   return v && std::strcmp(v, "1") == 0;
 }
-}  // namespace
 
 void FastMutex::LockSlow() {
   for (int i = 0; i < kSpins; i++) {
@@ -44,7 +44,7 @@ void FastMutex::Wake() {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-EngineMutex::EngineMutex() : checked_(CheckedFromEnv()) {}
+EngineMutex::EngineMutex() : checked_(MutexChecksRequested()) {}
 
 void EngineMutex::AssertHeld() const {
   if (checked_) {

@@ -29,6 +29,10 @@
 
 namespace roce::engine {
 
+// SOFT_RNIC_MUTEX_CHECK=1: the engine lock is an absl::Mutex and absl's
+// deadlock detection stays on (Engine::Create turns it off otherwise).
+bool MutexChecksRequested();
+
 class ABSL_LOCKABLE FastMutex {
  public:
   FastMutex() = default;

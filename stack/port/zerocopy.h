@@ -35,7 +35,7 @@ namespace roce::port {
 
 class ZcPool;
 
-struct ZcRef {
+struct alignas(64) ZcRef {  // one cache line each: the sender fills one while a reader counts on the next
   rte_mbuf_ext_shared_info shinfo;
   std::atomic<uint32_t> state{0};  // kRevoked | readers
   std::atomic<bool> live{false};

@@ -5,7 +5,6 @@
 namespace roce::port {
 
 ZcPool::ZcPool(uint32_t n) : refs_(new ZcRef[n]), n_(n) {
-  free_.reserve(n);
   local_.reserve(n);
   for (uint32_t i = 0; i < n; i++) {
     refs_[i].pool = this;
@@ -17,15 +16,17 @@ ZcPool* ZcPool::Create(uint32_t n) { return new ZcPool(std::max<uint32_t>(n, 1))
 
 void ZcPool::Close() {
   Revoke(0, UINT64_MAX);
-  if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  const int64_t to_out = static_cast<int64_t>(attached_.load(std::memory_order_relaxed)) - kOpen;
+  if (holds_.fetch_add(to_out, std::memory_order_acq_rel) + to_out == 0) delete this;
 }
 
 bool ZcPool::Attach(rte_mbuf* m, const uint8_t* p, uint16_t len) {
   if (local_.empty()) {
-    std::lock_guard<std::mutex> l(mu_);
-    local_.swap(free_);
+    // Every ref pushed was written before its push (release); the exchange
+    // acquires them all (each push is a read-modify-write of freed_).
+    for (ZcRef* r = freed_.exchange(nullptr, std::memory_order_acquire); r; r = r->next_free) local_.push_back(r);
+    if (local_.empty()) return false;
   }
-  if (local_.empty()) return false;
   ZcRef* r = local_.back();
   local_.pop_back();
   r->addr = reinterpret_cast<uint64_t>(p);
@@ -35,8 +36,7 @@ bool ZcPool::Attach(rte_mbuf* m, const uint8_t* p, uint16_t len) {
   r->shinfo.free_cb = &ZcPool::FreeCb;
   r->shinfo.fcb_opaque = r;
   rte_mbuf_ext_refcnt_set(&r->shinfo, 1);
-  holds_.fetch_add(1, std::memory_order_relaxed);
-  in_use_.fetch_add(1, std::memory_order_relaxed);
+  attached_.store(attached_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   rte_pktmbuf_attach_extbuf(m, const_cast<uint8_t*>(p), static_cast<rte_iova_t>(r->addr), len, &r->shinfo);
   m->data_len = len;
   m->pkt_len = len;
@@ -50,11 +50,10 @@ void ZcPool::FreeCb(void*, void* opaque) {
 
 void ZcPool::Put(ZcRef* r) {
   r->live.store(false, std::memory_order_release);
-  in_use_.fetch_sub(1, std::memory_order_relaxed);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    free_.push_back(r);
-  }
+  ZcRef* head = freed_.load(std::memory_order_relaxed);
+  do {
+    r->next_free = head;
+  } while (!freed_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
   if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
 }
 

@@ -26,7 +26,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "stack/port/dpdk.h"
@@ -35,15 +34,26 @@ namespace roce::port {
 
 class ZcPool;
 
-struct alignas(64) ZcRef {  // one cache line each: the sender fills one while a reader counts on the next
+// One cache line each: the sender fills one while a reader counts on the next.
+struct alignas(64) ZcRef {
   rte_mbuf_ext_shared_info shinfo;
   std::atomic<uint32_t> state{0};  // kRevoked | readers
   std::atomic<bool> live{false};
-  uint64_t addr = 0, len = 0;
+  uint64_t addr = 0;
+  uint32_t len = 0;
   ZcPool* pool = nullptr;
+  ZcRef* next_free = nullptr;  // in the pool's stack of refs put back
   static constexpr uint32_t kRevoked = 1u << 31;
 };
+static_assert(sizeof(ZcRef) == 64);
 
+// Its owner (the sending engine, under its lock) attaches and revokes; the
+// frees (FreeCb) come from any thread — on a ring pair, the receiving
+// engine's, once a frame. No lock and no counter is shared between the two
+// per frame: the owner takes references from its own cache and refills it by
+// taking the whole stack the frees pushed onto (push by anyone, take all by
+// one: no ABA), and the frees count only on their own cache line. (Before,
+// each frame locked a std::mutex and moved two counters between the cores.)
 class ZcPool {
  public:
   // `n` references (frames in flight at once).
@@ -57,23 +67,31 @@ class ZcPool {
   // Every live reference overlapping [addr, addr + len) becomes revoked; waits
   // for reads in progress on them to end.
   void Revoke(uint64_t addr, uint64_t len);
-  uint32_t in_use() const { return in_use_.load(std::memory_order_relaxed); }
+  // References attached and not yet freed (exact on the owner's thread when
+  // no frame is being freed; before Close).
+  uint64_t in_use() const {
+    return attached_.load(std::memory_order_relaxed) - (kOpen - holds_.load(std::memory_order_acquire));
+  }
   uint64_t revoked() const { return revoked_.load(std::memory_order_relaxed); }
   // The shared info's free callback (identifies zero-copy segments).
   static void FreeCb(void* addr, void* opaque);
 
  private:
+  // holds_ while open: kOpen less the references put back. Close turns it
+  // into the references still out; the Put that takes it to 0 (or Close, if
+  // none is out) deletes the pool.
+  static constexpr int64_t kOpen = int64_t{1} << 62;
+
   explicit ZcPool(uint32_t n);
   void Put(ZcRef* r);
 
   std::unique_ptr<ZcRef[]> refs_;
   uint32_t n_;
-  std::mutex mu_;                 // free_
-  std::vector<ZcRef*> free_;
-  std::vector<ZcRef*> local_;     // owner's cache of free refs (owner thread only)
-  std::atomic<uint32_t> in_use_{0};
+  std::vector<ZcRef*> local_;              // owner's free refs
+  std::atomic<uint64_t> attached_{0};      // written by the owner only
   std::atomic<uint64_t> revoked_{0};
-  std::atomic<uint32_t> holds_{1};  // live refs + 1 while open
+  alignas(64) std::atomic<ZcRef*> freed_{nullptr};  // stack of refs put back
+  std::atomic<int64_t> holds_{kOpen};
 };
 
 // True if `seg` is a zero-copy attachment (of any pool).

@@ -614,8 +614,14 @@ size_t Engine::Poll() {
   rte_mbuf* pkts[64];
   const uint16_t burst = std::min<uint16_t>(opts_.burst, 64);
   const uint16_t n = port_->RxBurst(opts_.queue, pkts, burst);
-  if (n > 1 && pkts[0]->nb_segs > 1) port::PrefetchReceived(pkts, n);  // large frames: 3 mbufs each
-  for (uint16_t i = 0; i < n; i++) HandleRx(pkts[i], now);
+  if (n > 1 && pkts[0]->nb_segs > 1) {  // large frames: 3 mbufs each
+    for (int i = -port::kPrefetchAhead; i < n; i++) {
+      port::PrefetchAhead(pkts, n, i);
+      if (i >= 0) HandleRx(pkts[i], now);
+    }
+  } else {
+    for (uint16_t i = 0; i < n; i++) HandleRx(pkts[i], now);
+  }
   port::FreeReceived(pkts, n);  // one trip to the mempool for the burst
   size_t looped = 0;
   if (!loopback_.empty()) {

@@ -196,31 +196,40 @@ RxChecksum RxL4Checksum(const rte_mbuf* m) {
   }
 }
 
-void PrefetchReceived(rte_mbuf* const* pkts, uint16_t n) {
-  // PREFETCHW itself: DPDK's flags build for -march=corei7, where GCC's
-  // __builtin_prefetch(p, 1) is a plain read prefetch. Every x86-64 CPU since
-  // Broadwell and every AMD one has it; older ones decode it as a NOP.
-  auto for_write = [](const void* p) {
+namespace {
+// PREFETCHW itself: DPDK's flags build for -march=corei7, where GCC's
+// __builtin_prefetch(p, 1) is a plain read prefetch. Every x86-64 CPU since
+// Broadwell and every AMD one has it; older ones decode it as a NOP.
+inline void PrefetchForWrite(const void* p) {
 #if defined(__x86_64__)
-    asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
 #else
-    __builtin_prefetch(p, 1, 3);
+  __builtin_prefetch(p, 1, 3);
 #endif
-  };
-  for (uint16_t i = 0; i < n; i++) {
-    rte_prefetch0(rte_pktmbuf_mtod(pkts[i], const void*));
-    for_write(&pkts[i]->next);
+}
+}  // namespace
+
+void PrefetchAhead(rte_mbuf* const* pkts, uint16_t n, int i) {
+  // Each stage needs a line the one before fetched: the frame's mbuf's second
+  // line holds next, the segment's holds shinfo.
+  if (i + 4 < n) {
+    const rte_mbuf* m = pkts[i + 4];
+    rte_prefetch0(rte_pktmbuf_mtod(m, const void*));
+    PrefetchForWrite(&m->next);
   }
-  for (uint16_t i = 0; i < n; i++) {
-    const rte_mbuf* s = pkts[i]->next;
-    if (s) {
-      for_write(s);
-      for_write(&s->next);
+  if (i + 2 >= 0 && i + 2 < n) {
+    if (const rte_mbuf* s = pkts[i + 2]->next) {
+      PrefetchForWrite(s);
+      PrefetchForWrite(&s->next);
     }
   }
-  for (uint16_t i = 0; i < n; i++) {
-    const rte_mbuf* s = pkts[i]->next;
-    if (s && RTE_MBUF_HAS_EXTBUF(s)) for_write(s->shinfo);
+  if (i + 1 >= 0 && i + 1 < n) {
+    const rte_mbuf* s = pkts[i + 1]->next;
+    if (s && RTE_MBUF_HAS_EXTBUF(s)) {
+      PrefetchForWrite(s->shinfo);
+      // Detaching it (the free) reads its mempool header, in the line before.
+      rte_prefetch0(reinterpret_cast<const char*>(s) - 1);
+    }
   }
 }
 

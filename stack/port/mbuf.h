@@ -55,20 +55,24 @@ bool AppendSegment(rte_mbuf* head, rte_mbuf* seg);
 // allocates segments from `pool`. On failure the frame is unchanged.
 bool AppendCopy(rte_mbuf* head, rte_mempool* pool, ByteSpan data);
 
-// Prefetches what handling a received burst touches first, so the cache
-// misses of its frames overlap instead of coming one frame after the other:
-// each frame's first data line (the headers, read) and its mbuf, then each
-// second segment's mbuf and the shared info of an attached one (a zero-copy
-// segment's reference). The mbufs and the shared info are written here (a
-// reference count, the free that follows), so they are fetched for writing
+// Prefetches, a few frames ahead of the one being handled, what handling a
+// received frame touches first, so the cache misses of a burst overlap with
+// the work instead of coming one frame after the other: the frame's first data
+// line (the headers, read) and its mbuf's second line, then its second
+// segment's mbuf, then an attached segment's shared info (a zero-copy
+// reference) and mempool header. The mbufs and the shared info are written
+// (a reference count, the free that follows), so they are fetched for writing
 // (PREFETCHW: owned at once, not shared then upgraded). An mbuf another core
 // wrote last (a ring pair's sender) misses in this core's cache: without this
 // a receiver of full bursts of 4 KB zero-copy frames spent ~90 ns a frame on
-// those misses one after the other (perf, Nd2/Write/split/65536); with it the
-// split 64 KB Write and Read run ~9% faster. The engine calls it for bursts of
-// chained frames only, out of line: on one-segment 8 B frames of its own core
-// it cost the 8 B Write ~5%, and inlined into the poll ~6% even unexecuted.
-void PrefetchReceived(rte_mbuf* const* pkts, uint16_t n);
+// those misses (perf, Nd2/Write/split/65536: ZcAcquireFrame 14% of the
+// thread, DPDK's detach 6%); with it the split 64 KB Write runs ~10% faster.
+// The engine does it for bursts of chained frames only, out of line: on
+// one-segment 8 B frames of its own core it cost the 8 B Write ~5%, and
+// inlined into the poll ~6% even unexecuted.
+constexpr int kPrefetchAhead = 4;
+// Call with i = -kPrefetchAhead .. n - 1, handling frame i after each call.
+void PrefetchAhead(rte_mbuf* const* pkts, uint16_t n, int i);
 
 // Frees n received frames. When all are plain (direct, one segment, not
 // shared) and of one pool — every small frame of a ring or NIC — they go

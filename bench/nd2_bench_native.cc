@@ -6,14 +6,29 @@
 // records its figure (bench/figures.h) for the ND2 figures' ratio counters.
 #include <benchmark/benchmark.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "bench/baselines.h"
+#include "stack/port/eal.h"
 #include "stack/wire/icrc.h"
 #include "stack/wire/packet.h"
 
 namespace roce::bench {
+
+bool HugepagesReady(size_t mb) {
+  if (!port::CheckHugepages().ok()) return false;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  long free_pages = 0, kb = 0;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind("HugePages_Free:", 0) == 0) free_pages = std::strtol(line.c_str() + 15, nullptr, 10);
+    if (line.rfind("Hugepagesize:", 0) == 0) kb = std::strtol(line.c_str() + 13, nullptr, 10);
+  }
+  return static_cast<size_t>(free_pages) * static_cast<size_t>(kb) >= mb * 1024;
+}
+
 namespace {
 
 void RingRaw(benchmark::State& st, bool cross) {

@@ -746,6 +746,28 @@ TEST_F(EngineRing, KeepAwakeHoldsOffNaps) {
   EXPECT_LT(awake * 4, idle) << "naps taken while a thread kept the engine awake";
 }
 
+// The progress thread (not an EAL core) registers an lcore id, so DPDK gives
+// it a per-lcore mempool cache, and releases it when it stops.
+TEST_F(EngineRing, ProgressThreadHasAnLcoreWhileItRuns) {
+  ASSERT_NO_FATAL_FAILURE(Open(Options("eng_lcore")));
+  engine::Engine& e = *h(1).eng;
+  std::atomic<unsigned> seen{LCORE_ID_ANY - 1};
+  e.on_poll = [&](uint64_t) { seen = rte_lcore_id(); };
+  const unsigned before = rte_lcore_count();
+  ASSERT_TRUE(e.Start().ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (seen == LCORE_ID_ANY - 1 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const unsigned during = rte_lcore_count();
+  e.Stop();
+  e.on_poll = nullptr;
+  ASSERT_NE(seen.load(), LCORE_ID_ANY - 1) << "the engine never polled";
+  EXPECT_NE(seen.load(), LCORE_ID_ANY);
+  EXPECT_NE(seen.load(), rte_lcore_id());  // not this thread's
+  EXPECT_EQ(during, before + 1);
+  EXPECT_EQ(rte_lcore_count(), before);  // released at Stop
+}
+
 TEST_F(EngineRing, DedicatedPollingThread) {
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_thread")));
   ASSERT_TRUE(h(1).eng->Start().ok());

@@ -440,6 +440,10 @@ class QueuePair final : public IND2QueuePair, public IND2QueuePairSendAndInvalid
  private:
   HRESULT PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
                         HRESULT bad_flags);
+  // Any request (PostInitiator's general case): out of line, its frame
+  // holds the scratch SGEs and the inline copy.
+  __attribute__((noinline)) HRESULT PostGeneral(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags,
+                                                ULONG allowed, HRESULT bad_flags);
   // Inline progress: `w` posted now under the engine lock.
   HRESULT PostNow(const rc::SendWr& w);
   // Posting rings (a thread adapter; qp.cc): requests are checked and queued

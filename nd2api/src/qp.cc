@@ -105,6 +105,8 @@ HRESULT QueuePair::Flush() {
 }
 
 namespace {
+constexpr ULONG kStackFlags = rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline;
+
 // The request's SGEs in the stack's form; false if their total is more than
 // one message can carry (MaxTransferLength).
 bool ToSges(const ND2_SGE sge[], ULONG n, rc::Sge* out, uint64_t* total) {
@@ -119,6 +121,26 @@ bool ToSges(const ND2_SGE sge[], ULONG n, rc::Sge* out, uint64_t* total) {
 
 HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
                                  HRESULT bad_flags) {
+  if (n == 1 && sge && !rings_ && !(flags & ~allowed) && caps_.max_send_sge >= 1) {
+    // One SGE posted at once under the engine lock, the common request: the
+    // checks of PostGeneral come down to its length (inline: the bytes are
+    // taken now, by the stack, from any memory). Apart from PostGeneral's
+    // frame (its scratch arrays): an 8 B Write's PostInitiator took 75
+    // instructions (callgrind), this ~20.
+    const bool inl = (flags & ND_OP_FLAG_INLINE) != 0;
+    const ULONG len = sge[0].BufferLength;
+    if (len > (inl ? caps_.max_inline : Limits::kMaxTransfer)) return ND_BUFFER_OVERFLOW;
+    const rc::Sge one{reinterpret_cast<uint64_t>(sge[0].Buffer), len, inl ? 0u : sge[0].MemoryRegionToken};
+    w.sge = &one;
+    w.num_sge = 1;
+    w.flags = flags & kStackFlags;
+    return PostNow(w);
+  }
+  return PostGeneral(w, sge, n, flags, allowed, bad_flags);
+}
+
+HRESULT QueuePair::PostGeneral(rc::SendWr& w, const ND2_SGE sge[], ULONG n, ULONG flags, ULONG allowed,
+                               HRESULT bad_flags) {
   if (flags & ~allowed) return bad_flags;
   if (n && !sge) return ND_INVALID_PARAMETER_2;
   SgeScratch scratch;
@@ -128,7 +150,7 @@ HRESULT QueuePair::PostInitiator(rc::SendWr& w, const ND2_SGE sge[], ULONG n, UL
   const auto post = [&] {
     w.sge = s;
     w.num_sge = n;
-    w.flags = flags & (rc::kSilentSuccess | rc::kReadFence | rc::kSolicited | rc::kInline);
+    w.flags = flags & kStackFlags;
     return rings_ ? RingSend(w) : PostNow(w);
   };
   if (flags & ND_OP_FLAG_INLINE) {

@@ -27,7 +27,10 @@ const StatusRow* StatusTable(size_t* rows);
 
 // A completion's status as ND2_RESULT.Status.
 HRESULT ToHresult(rc::Status s, rc::Cause cause = rc::Cause::kNone);
-inline HRESULT ToHresult(const rc::Completion& c) { return ToHresult(c.status, c.cause); }
+// A completion's status (success, nearly always, without the table's walk).
+inline HRESULT ToHresult(const rc::Completion& c) {
+  return c.status == rc::Status::kSuccess ? ND_SUCCESS : ToHresult(c.status, c.cause);
+}
 // The stack status (and cause, kNone unless the row names one) an ND2
 // completion status stands for; false for anything that is not a
 // completion status of this table.

@@ -363,9 +363,19 @@ TEST_F(Nd2Adapter, EveryMaximumAtOnceWorks) {
     for (ULONG k = 0; k < nsge; k++) ASSERT_EQ(got[k], static_cast<char>((i + k) % 251)) << i << " " << k;
   }
   // An inline send of MaxInlineDataSize from ordinary memory, into a receive of that size.
-  std::vector<char> big(m.inl);
+  std::vector<char> big(m.inl + 1);
   for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<char>(i * 13);
   ASSERT_EQ(p.b.PostReceive(nullptr, 0, m.inl), ND_SUCCESS);
+  // Before it, requests too long to take: one byte over the inline size (one
+  // SGE, or two), a message over MaxTransferLength. Nothing of them is sent:
+  // the receive gets the inline send below.
+  ND2_SGE over{big.data(), m.inl + 1, 0};
+  EXPECT_EQ(p.a.qp->Send(nullptr, &over, 1, ND_OP_FLAG_INLINE), ND_BUFFER_OVERFLOW);
+  ND2_SGE two[2] = {{big.data(), m.inl, 0}, {big.data(), 1, 0}};
+  EXPECT_EQ(p.a.qp->Send(nullptr, two, 2, ND_OP_FLAG_INLINE), ND_BUFFER_OVERFLOW);
+  ND2_SGE huge{big.data(), 0x80000000u, 0};
+  EXPECT_EQ(p.a.qp->Send(nullptr, &huge, 1, 0), ND_BUFFER_OVERFLOW);
+  EXPECT_EQ(p.a.qp->Send(nullptr, &huge, 1, 0x80000000u), ND_INVALID_PARAMETER_4);  // flags first
   ND2_SGE inl{big.data(), m.inl, 0};
   ASSERT_EQ(p.a.qp->Send(nullptr, &inl, 1, ND_OP_FLAG_INLINE), ND_SUCCESS);
   EXPECT_EQ(p.a.NextI().Status, ND_SUCCESS);

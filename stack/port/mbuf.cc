@@ -211,9 +211,11 @@ inline void PrefetchForWrite(const void* p) {
 
 void PrefetchAhead(rte_mbuf* const* pkts, uint16_t n, int i) {
   // Each stage needs a line the one before fetched: the frame's mbuf's second
-  // line holds next, the segment's holds shinfo.
-  if (i + 4 < n) {
-    const rte_mbuf* m = pkts[i + 4];
+  // line holds next, the segment's holds shinfo. kPrefetchAhead, 2, 1 frames
+  // ahead.
+  static_assert(kPrefetchAhead > 2);
+  if (i + kPrefetchAhead < n) {
+    const rte_mbuf* m = pkts[i + kPrefetchAhead];
     rte_prefetch0(rte_pktmbuf_mtod(m, const void*));
     PrefetchForWrite(&m->next);
   }

@@ -6,7 +6,6 @@
 // records its figure (bench/figures.h) for the ND2 figures' ratio counters.
 #include <benchmark/benchmark.h>
 
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,15 +17,7 @@
 namespace roce::bench {
 
 bool HugepagesReady(size_t mb) {
-  if (!port::CheckHugepages().ok()) return false;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  long free_pages = 0, kb = 0;
-  while (std::getline(meminfo, line)) {
-    if (line.rfind("HugePages_Free:", 0) == 0) free_pages = std::strtol(line.c_str() + 15, nullptr, 10);
-    if (line.rfind("Hugepagesize:", 0) == 0) kb = std::strtol(line.c_str() + 13, nullptr, 10);
-  }
-  return static_cast<size_t>(free_pages) * static_cast<size_t>(kb) >= mb * 1024;
+  return port::CheckHugepages().ok() && port::FreeHugepageBytes() >= (uint64_t{mb} << 20);
 }
 
 namespace {

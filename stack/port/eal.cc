@@ -1,5 +1,6 @@
 #include "stack/port/eal.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -46,12 +47,26 @@ std::vector<std::string> EalArgs(const EalOptions& o) {
   return a;
 }
 
-absl::Status CheckHugepages() {
+namespace {
+// A number of /proc/meminfo ("HugePages_Total:", ...); 0 if it is not there.
+long Meminfo(const char* key) {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
-  long total = 0;
+  const size_t n = std::strlen(key);
   while (std::getline(meminfo, line))
-    if (line.rfind("HugePages_Total:", 0) == 0) total = std::strtol(line.c_str() + 16, nullptr, 10);
+    if (line.compare(0, n, key) == 0) return std::strtol(line.c_str() + n, nullptr, 10);
+  return 0;
+}
+}  // namespace
+
+uint64_t FreeHugepageBytes() {
+  return static_cast<uint64_t>(std::max(0L, Meminfo("HugePages_Free:"))) *
+         static_cast<uint64_t>(std::max(0L, Meminfo("Hugepagesize:"))) * 1024;
+}
+
+absl::Status CheckHugepages() {
+  const long total = Meminfo("HugePages_Total:");
+  std::string line;
   std::ifstream mounts("/proc/mounts");
   bool mounted = false;
   while (std::getline(mounts, line)) mounted |= line.find(" hugetlbfs ") != std::string::npos;

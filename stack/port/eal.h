@@ -37,6 +37,8 @@ std::vector<std::string> EalArgs(const EalOptions& opts);
 // With hugepages: fails (before rte_eal_init, which cannot be retried) unless
 // 2 MB pages are reserved and a hugetlbfs is mounted; the message says how.
 absl::Status CheckHugepages();
+// Bytes of reserved hugepages not in use (/proc/meminfo).
+uint64_t FreeHugepageBytes();
 
 // Initializes the EAL. Fails if it was already initialized in this process
 // (by InitEal or by anyone else) or if rte_eal_init fails; the message names

@@ -211,27 +211,37 @@ inline void PrefetchForWrite(const void* p) {
 
 void PrefetchAhead(rte_mbuf* const* pkts, uint16_t n, int i) {
   // Each stage needs a line the one before fetched: the frame's mbuf's second
-  // line holds next, the segment's holds shinfo. kPrefetchAhead, 2, 1 frames
-  // ahead.
-  static_assert(kPrefetchAhead > 2);
+  // line holds next, the segment's holds shinfo and its next (the tail), the
+  // tail's first line its data. kPrefetchAhead, /2, /4, 1 frames ahead.
+  static_assert(kPrefetchAhead >= 8);
+  constexpr int kSeg = kPrefetchAhead / 2, kRef = kPrefetchAhead / 4;
   if (i + kPrefetchAhead < n) {
     const rte_mbuf* m = pkts[i + kPrefetchAhead];
     rte_prefetch0(rte_pktmbuf_mtod(m, const void*));
     PrefetchForWrite(&m->next);
   }
-  if (i + 2 >= 0 && i + 2 < n) {
-    if (const rte_mbuf* s = pkts[i + 2]->next) {
+  if (i + kSeg >= 0 && i + kSeg < n) {
+    if (const rte_mbuf* s = pkts[i + kSeg]->next) {
       PrefetchForWrite(s);
       PrefetchForWrite(&s->next);
     }
   }
+  if (i + kRef >= 0 && i + kRef < n) {
+    if (const rte_mbuf* s = pkts[i + kRef]->next) {
+      if (RTE_MBUF_HAS_EXTBUF(s)) {
+        PrefetchForWrite(s->shinfo);
+        // Detaching it (the free) reads its mempool header, in the line before.
+        rte_prefetch0(reinterpret_cast<const char*>(s) - 1);
+      }
+      if (const rte_mbuf* t = s->next) {
+        PrefetchForWrite(t);
+        PrefetchForWrite(&t->next);
+      }
+    }
+  }
   if (i + 1 >= 0 && i + 1 < n) {
     const rte_mbuf* s = pkts[i + 1]->next;
-    if (s && RTE_MBUF_HAS_EXTBUF(s)) {
-      PrefetchForWrite(s->shinfo);
-      // Detaching it (the free) reads its mempool header, in the line before.
-      rte_prefetch0(reinterpret_cast<const char*>(s) - 1);
-    }
+    if (s && s->next) rte_prefetch0(rte_pktmbuf_mtod(s->next, const void*));  // the pad and the ICRC
   }
 }
 

@@ -241,6 +241,18 @@ rte_mbuf* Engine::RefillMbufs() {
   // too low for a whole refill still gives what it can, one by one.
   if (rte_pktmbuf_alloc_bulk(port_->pool(), mcache_, kMbufCache) != 0) return rte_pktmbuf_alloc(port_->pool());
   mcache_n_ = kMbufCache;
+  // The frames' first two data lines, owned before headers are written into
+  // them: computed from the mbuf's address, as a pktmbuf pool without
+  // private data lays them out (loading buf_addr would wait for the mbuf's
+  // line). The pool cycles its mbufs (first in, first out through its ring
+  // when another core frees them, as a ring pair's receiver does), so they
+  // come cold: without this the first loads over the new headers (the ICRC)
+  // waited for them; the split 8 B Write is ~6-9% faster with it (paired A/B).
+  for (uint32_t i = 0; i + 1 < kMbufCache; i++) {
+    const char* d = reinterpret_cast<const char*>(mcache_[i]) + sizeof(rte_mbuf) + RTE_PKTMBUF_HEADROOM;
+    port::PrefetchForWrite(d);
+    port::PrefetchForWrite(d + 64);
+  }
   return mcache_[--mcache_n_];
 }
 

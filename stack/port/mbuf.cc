@@ -196,19 +196,6 @@ RxChecksum RxL4Checksum(const rte_mbuf* m) {
   }
 }
 
-namespace {
-// PREFETCHW itself: DPDK's flags build for -march=corei7, where GCC's
-// __builtin_prefetch(p, 1) is a plain read prefetch. Every x86-64 CPU since
-// Broadwell and every AMD one has it; older ones decode it as a NOP.
-inline void PrefetchForWrite(const void* p) {
-#if defined(__x86_64__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
-}
-}  // namespace
-
 void PrefetchAhead(rte_mbuf* const* pkts, uint16_t n, int i) {
   // Each stage needs a line the one before fetched: the frame's mbuf's second
   // line holds next, the segment's holds shinfo and its next (the tail), the

@@ -146,43 +146,40 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
     results[got++] = carry_.front();
     carry_.pop_front();
   }
-  Scratch<rc::Completion, 64> scratch;
-  rc::Completion* cs = scratch.s;
+  // Each completion becomes its result where it lies in the ring.
+  auto convert = [&](const rc::Completion& c) {
+    ND2_RESULT r{};
+    r.Status = ToHresult(c);
+    r.BytesTransferred = c.bytes;
+    r.QueuePairContext = reinterpret_cast<VOID*>(c.qp_context);
+    r.RequestContext = reinterpret_cast<VOID*>(c.request_context);
+    r.RequestType = static_cast<ND2_REQUEST_TYPE>(c.type);
+    if (c.type == rc::RequestType::kReceive && c.with_inv && c.status == rc::Status::kSuccess) [[unlikely]] {
+      // SendAndInvalidate at the receiver: the invalidate result first,
+      // its context the window (ndspi.h, IND2QueuePairSendAndInvalidate).
+      ND2_RESULT inv{};
+      inv.Status = ND_SUCCESS;
+      inv.QueuePairContext = r.QueuePairContext;
+      {
+        roce::engine::EngineLock l(&adapter_->eng().mu());
+        MemoryWindow* w = adapter_->WindowByToken(c.inv_rkey);
+        // The window is unbound from now on (a later Invalidate of it is
+        // one of a window that is not bound).
+        if (w && w->token() == c.inv_rkey) w->SetUnbound();
+        inv.RequestContext = static_cast<IND2MemoryWindow*>(w);
+      }
+      inv.RequestType = Nd2RequestTypeInvalidate;
+      if (got < n) results[got++] = inv;
+      else carry_.push_back(inv);
+    }
+    if (got < n) results[got++] = r;
+    else carry_.push_back(r);
+  };
   while (got < n) {
-    const uint32_t want = std::min<uint32_t>(64, n - got);
-    const uint32_t k = cq_->Poll(cs, want);
+    const uint32_t k = cq_->PollEach(std::min<uint32_t>(64, n - got), convert);
     if (k == 0) break;
     // Written only here, under poll_mu_: a store, not a locked add.
     consumed_.store(consumed_.load(std::memory_order_relaxed) + k, std::memory_order_release);
-    for (uint32_t i = 0; i < k; i++) {
-      const rc::Completion& c = cs[i];
-      ND2_RESULT r{};
-      r.Status = ToHresult(c);
-      r.BytesTransferred = c.bytes;
-      r.QueuePairContext = reinterpret_cast<VOID*>(c.qp_context);
-      r.RequestContext = reinterpret_cast<VOID*>(c.request_context);
-      r.RequestType = static_cast<ND2_REQUEST_TYPE>(c.type);
-      if (c.type == rc::RequestType::kReceive && c.with_inv && c.status == rc::Status::kSuccess) {
-        // SendAndInvalidate at the receiver: the invalidate result first,
-        // its context the window (ndspi.h, IND2QueuePairSendAndInvalidate).
-        ND2_RESULT inv{};
-        inv.Status = ND_SUCCESS;
-        inv.QueuePairContext = r.QueuePairContext;
-        {
-          roce::engine::EngineLock l(&adapter_->eng().mu());
-          MemoryWindow* w = adapter_->WindowByToken(c.inv_rkey);
-          // The window is unbound from now on (a later Invalidate of it is
-          // one of a window that is not bound).
-          if (w && w->token() == c.inv_rkey) w->SetUnbound();
-          inv.RequestContext = static_cast<IND2MemoryWindow*>(w);
-        }
-        inv.RequestType = Nd2RequestTypeInvalidate;
-        if (got < n) results[got++] = inv;
-        else carry_.push_back(inv);
-      }
-      if (got < n) results[got++] = r;
-      else carry_.push_back(r);
-    }
   }
   if (got == 0) adapter_->KeepAwake();
   return got;

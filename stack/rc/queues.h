@@ -21,6 +21,18 @@ class CompletionQueue {
   bool Push(const Completion& c);
   // Consumer (application). Returns the number written to out.
   uint32_t Poll(Completion* out, uint32_t max);
+  // Consumer: f(const Completion&) on up to max queued completions where
+  // they lie in the ring (no copy out), then their slots are freed. f must
+  // not poll this queue. Returns how many.
+  template <class F>
+  uint32_t PollEach(uint32_t max, F&& f) {
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    const uint64_t t = tail_.load(std::memory_order_acquire);
+    uint32_t n = 0;
+    for (; h != t && n < max; h++, n++) f(ring_[h & mask_]);
+    head_.store(h, std::memory_order_release);
+    return n;
+  }
   uint32_t depth() const { return depth_; }
   uint32_t size() const {
     return static_cast<uint32_t>(tail_.load(std::memory_order_acquire) -

@@ -23,12 +23,7 @@ bool CompletionQueue::Push(const Completion& c) {
 }
 
 uint32_t CompletionQueue::Poll(Completion* out, uint32_t max) {
-  uint64_t h = head_.load(std::memory_order_relaxed);
-  const uint64_t t = tail_.load(std::memory_order_acquire);
-  uint32_t n = 0;
-  while (h != t && n < max) out[n++] = ring_[h++ & mask_];
-  head_.store(h, std::memory_order_release);
-  return n;
+  return PollEach(max, [&out](const Completion& c) { *out++ = c; });
 }
 
 bool CompletionQueue::Resize(uint32_t depth) {

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -249,18 +248,14 @@ inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, 
 
 // One core copying `n` bytes (page-aligned buffers, as nd2_bench's).
 inline Measured Memcpy(benchmark::State& st, size_t n) {
-  const size_t alloc = (n + 4095) / 4096 * 4096;
-  std::unique_ptr<uint8_t, decltype(&std::free)> a(static_cast<uint8_t*>(std::aligned_alloc(4096, alloc)), &std::free),
-      b(static_cast<uint8_t*>(std::aligned_alloc(4096, alloc)), &std::free);
-  if (!a || !b) {
+  const PageBuf a(n, 1), b(n, 0);
+  if (a.size() != n || b.size() != n) {
     st.SkipWithError("out of memory");
     return {0, 0};
   }
-  std::memset(a.get(), 1, n);
-  std::memset(b.get(), 0, n);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : st) {
-    std::memcpy(b.get(), a.get(), n);
+    std::memcpy(b.data(), a.data(), n);
     benchmark::ClobberMemory();
   }
   const double secs = SecondsSince(t0);

@@ -4,12 +4,15 @@
 // of what was recorded (repetitions included), so every figure is read as a
 // ratio to a baseline measured on the same machine in the same minute.
 // Plain C++ (no DPDK, no ND2 headers): both kinds of translation unit use it.
+// Also the page-aligned buffer the ND2 loops and the memcpy baseline use.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +22,33 @@ namespace roce::bench {
 struct Measured {
   double secs = 0, items = 0;
   double rate() const { return secs > 0 ? items / secs : 0; }
+};
+
+// A page-aligned buffer, as perftest and tools/nd (nd_common.h) allocate
+// theirs: a 4 KB packet's payload then lies on the same 64-byte boundaries
+// at both ends. (A malloc'd 64 KB one starts 16 bytes past a page: the
+// receiver's copy-with-CRC then has a head and a tail around its blocks,
+// ~25 ns a 4 KB packet more; rc_bench PlaceCrc32/16/16 against /0/0.)
+class PageBuf {
+ public:
+  PageBuf() = default;
+  PageBuf(size_t bytes, char v) { assign(bytes, v); }
+  PageBuf(const PageBuf&) = delete;
+  PageBuf& operator=(const PageBuf&) = delete;
+  ~PageBuf() { std::free(p_); }
+  // `bytes` of `v` in a new buffer (size() 0 if it could not be had).
+  void assign(size_t bytes, char v) {
+    std::free(p_);
+    p_ = static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
+    n_ = p_ ? bytes : 0;
+    if (p_) std::memset(p_, v, n_);
+  }
+  char* data() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  char* p_ = nullptr;
+  size_t n_ = 0;
 };
 
 // Wall seconds since `t0`.

@@ -27,7 +27,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -48,6 +47,7 @@ namespace {
 
 using roce::bench::Figures;
 using roce::bench::Measured;
+using roce::bench::PageBuf;
 using roce::bench::SecondsSince;
 
 enum class Mode { kInline, kSplit, kThread };
@@ -104,25 +104,6 @@ HRESULT Finish(IND2Overlapped* o, OVERLAPPED* ov, HRESULT h) {
   if (WaitForSingleObject(ov->hEvent, 10000) != WAIT_OBJECT_0) return ND_TIMEOUT;
   return o->GetOverlappedResult(ov, FALSE);
 }
-
-// A page-aligned buffer, as perftest and tools/nd (nd_common.h) allocate
-// theirs: a 4 KB packet's payload then lies on the same 64-byte boundaries
-// at both ends. (A malloc'd one starts 16 bytes past a page: the receiver's
-// copy-with-CRC then has a head and a tail around its blocks, ~25 ns a 4 KB
-// packet more; rc_bench PlaceCrc32/16/16 against /0/0.)
-struct PageBuf {
-  char* p = nullptr;
-  size_t n = 0;
-  void assign(size_t bytes, char v) {
-    std::free(p);
-    p = static_cast<char*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
-    n = p ? bytes : 0;
-    if (p) std::memset(p, v, n);
-  }
-  char* data() const { return p; }
-  size_t size() const { return n; }
-  ~PageBuf() { std::free(p); }
-};
 
 // One side: adapter, overlapped file, one CQ for both queues, a QP, a
 // registered buffer, a connector.

@@ -137,24 +137,21 @@ void BM_Memcpy(benchmark::State& st) {  // baseline: the bytes alone
 }
 BENCHMARK(BM_Memcpy)->Arg(8)->Arg(65536);
 
-// What the responder places with (stack/mem/place.h: ascending stores, so a
-// poller of the last byte sees the rest) beside memcpy of the same bytes, one
-// packet's payload at a time (1 KB, 4 KB) and a 64 KB message: x_memcpy is
-// its rate over memcpy's, measured back to back in the same benchmark.
-void BM_PlaceInOrder(benchmark::State& st) {
-  const size_t msg = static_cast<size_t>(st.range(0));
-  std::vector<uint8_t> a(msg + 64, 1), b(msg + 64);
+// `place(d, s, len)` 16 times, then memcpy of the same bytes 16 times, each
+// iteration: x_memcpy is place's rate over memcpy's, measured back to back.
+template <class Place>
+void AgainstMemcpy(benchmark::State& st, uint8_t* d, const uint8_t* s, size_t len, Place place) {
   double t_place = 0, t_copy = 0;
   uint64_t rounds = 0;
   for (auto _ : st) {
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 16; i++) {
-      mem::PlaceInOrder(b.data() + 3, a.data() + 1, msg);
+      place(d, s, len);
       benchmark::ClobberMemory();
     }
     auto t1 = std::chrono::steady_clock::now();
     for (int i = 0; i < 16; i++) {
-      std::memcpy(b.data() + 3, a.data() + 1, msg);
+      std::memcpy(d, s, len);
       benchmark::ClobberMemory();
     }
     auto t2 = std::chrono::steady_clock::now();
@@ -163,43 +160,32 @@ void BM_PlaceInOrder(benchmark::State& st) {
     rounds++;
   }
   if (t_place > 0) st.counters["x_memcpy"] = t_copy / t_place;
-  st.SetBytesProcessed(static_cast<int64_t>(rounds * 16 * msg));
+  st.SetBytesProcessed(static_cast<int64_t>(rounds * 16 * len));
+}
+
+// What the responder places with (stack/mem/place.h: ascending stores, so a
+// poller of the last byte sees the rest) beside memcpy of the same bytes, one
+// packet's payload at a time (1 KB, 4 KB) and a 64 KB message.
+void BM_PlaceInOrder(benchmark::State& st) {
+  const size_t msg = static_cast<size_t>(st.range(0));
+  std::vector<uint8_t> a(msg + 64, 1), b(msg + 64);
+  AgainstMemcpy(st, b.data() + 3, a.data() + 1, msg, mem::PlaceInOrder);
 }
 BENCHMARK(BM_PlaceInOrder)->Arg(1024)->Arg(4096)->Arg(65536);
 
 // What the responder places a 4 KB packet's payload with when it checks the
 // ICRC as it copies (mem::PlaceInOrderCrc32), the destination and the source
 // (args) bytes past 64-byte alignment (0: page-aligned buffers; 16: malloc'd
-// ones, as nd2_bench's, so a head and a tail around the one-pass blocks),
-// beside memcpy of the same bytes: x_memcpy, measured back to back as above.
+// 64 KB ones, so a head and a tail around the one-pass blocks), beside
+// memcpy of the same bytes.
 void BM_PlaceCrc32(benchmark::State& st) {
   constexpr size_t kLen = 4096;
   std::vector<uint8_t> a(kLen + 128, 1), b(kLen + 128);
   const auto at = [](uint8_t* p, int64_t off) { return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64 + off; };
-  uint8_t* d = at(b.data(), st.range(0));
-  const uint8_t* src = at(a.data(), st.range(1));
-  double t_place = 0, t_copy = 0;
-  uint64_t rounds = 0;
   uint32_t crc = 0;
-  for (auto _ : st) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 16; i++) {
-      crc = mem::PlaceInOrderCrc32(d, src, kLen, crc);
-      benchmark::ClobberMemory();
-    }
-    auto t1 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 16; i++) {
-      std::memcpy(d, src, kLen);
-      benchmark::ClobberMemory();
-    }
-    auto t2 = std::chrono::steady_clock::now();
-    t_place += std::chrono::duration<double>(t1 - t0).count();
-    t_copy += std::chrono::duration<double>(t2 - t1).count();
-    rounds++;
-  }
+  AgainstMemcpy(st, at(b.data(), st.range(0)), at(a.data(), st.range(1)), kLen,
+                [&crc](uint8_t* d, const uint8_t* s, size_t len) { crc = mem::PlaceInOrderCrc32(d, s, len, crc); });
   benchmark::DoNotOptimize(crc);
-  if (t_place > 0) st.counters["x_memcpy"] = t_copy / t_place;
-  st.SetBytesProcessed(static_cast<int64_t>(rounds * 16 * kLen));
 }
 BENCHMARK(BM_PlaceCrc32)->Args({0, 0})->Args({16, 16})->Args({40, 40})->Args({16, 0});
 

@@ -98,6 +98,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   e->tx_.reserve(opts.burst);
   e->scratch_.resize(16384);
   e->first_room_ = port::FirstSegmentRoom(port->pool());
+  e->data_at_ = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(port->pool()) + RTE_PKTMBUF_HEADROOM;
   if (port->zero_copy_tx() && opts.zero_copy_min) {
     e->zc_ = port::ZcPool::Create(opts.zero_copy_frames);
     Engine* me = e.get();
@@ -236,25 +237,21 @@ void Engine::SendRaw(ByteSpan frame) {
   if (tx_.size() >= opts_.burst) FlushTx();
 }
 
+void Engine::PrefetchMbuf(const rte_mbuf* m) const {
+  const char* b = reinterpret_cast<const char*>(m);
+  port::PrefetchForWrite(b);
+  port::PrefetchForWrite(b + 64);
+  const char* d = b + data_at_;
+  port::PrefetchForWrite(d);
+  port::PrefetchForWrite(d + 64);
+}
+
 rte_mbuf* Engine::RefillMbufs() {
-  // Refilled in bulk (one pool access for a burst's worth of frames); a pool
-  // too low for a whole refill still gives what it can, one by one.
-  if (rte_pktmbuf_alloc_bulk(port_->pool(), mcache_, kMbufCache) != 0) return rte_pktmbuf_alloc(port_->pool());
+  if (rte_mempool_get_bulk(port_->pool(), reinterpret_cast<void**>(mcache_), kMbufCache) != 0)
+    return rte_pktmbuf_alloc(port_->pool());
   mcache_n_ = kMbufCache;
-  // The frames' first two data lines, owned before headers are written into
-  // them: computed from the mbuf's address, as rte_pktmbuf_init lays a
-  // pool's mbufs out (loading buf_addr would wait for the mbuf's line). The
-  // pool cycles its mbufs (first in, first out through its ring when another
-  // core frees them, as a ring pair's receiver does), so they come cold:
-  // without this the first loads over the new headers (the ICRC) waited for
-  // them; the split 8 B Write is ~6-9% faster with it (paired A/B).
-  const size_t data_at = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(port_->pool()) + RTE_PKTMBUF_HEADROOM;
-  for (uint32_t i = 0; i + 1 < kMbufCache; i++) {
-    const char* d = reinterpret_cast<const char*>(mcache_[i]) + data_at;
-    port::PrefetchForWrite(d);
-    port::PrefetchForWrite(d + 64);
-  }
-  return mcache_[--mcache_n_];
+  for (uint32_t i = 1; i <= kTakeAhead; i++) PrefetchMbuf(mcache_[kMbufCache - i]);
+  return TakeMbuf();
 }
 
 bool Engine::AttachPayload(rte_mbuf* m, const FrameTemplate& t, const rc::TxPacket& pkt, size_t hlen,

@@ -79,17 +79,21 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, ByteSpan data) {
 // peer, MTU long, into one SGE of the Read's sink that is still valid. The
 // Read cannot complete before a good copy of that PSN has been placed at the
 // same offset (a corrupted packet's bytes are written again), and a sink's
-// bytes mean nothing before its Read's completion. Responses past a missing
-// one, and First, Last and Only, are verified first, as before.
+// bytes mean nothing before its Read's completion. A Last likewise, when it
+// is the Read's last PSN and exactly as long as the rest of the Read (the
+// bytes its good copy writes). Responses past a missing one, First and Only,
+// and a Last of any other length are verified first, as before.
 uint8_t* QueuePair::ReadSinkTarget(const RocePacket& p) const {
   if (state_ != QpState::kRts || p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_)) return nullptr;
   const size_t len = p.payload.size();
-  if (len != attr_.path_mtu) return nullptr;
+  const bool last = p.bth.opcode == op::kRcReadResponseLast;
+  if (!last && len != attr_.path_mtu) return nullptr;
   const SendWqe* rd = OldestOpenRead();
-  if (!rd || p.bth.psn != rd->resp_psn || p.bth.psn == rd->LastPsn() || PsnDiff(p.bth.psn, max_sent_) >= 0)
+  if (!rd || p.bth.psn != rd->resp_psn || (p.bth.psn == rd->LastPsn()) != last ||
+      PsnDiff(p.bth.psn, max_sent_) >= 0)
     return nullptr;
-  const uint64_t offset = uint64_t(PsnDiff(p.bth.psn, rd->first_psn)) * len;
-  if (offset + len > rd->length) return nullptr;
+  const uint64_t offset = uint64_t(PsnDiff(p.bth.psn, rd->first_psn)) * attr_.path_mtu;
+  if (last ? offset + len != rd->length : offset + len > rd->length) return nullptr;
   uint64_t pos = 0;
   for (uint32_t i = 0; i < rd->wr.num_sge && pos <= offset; i++) {
     const Sge& s = rd->wr.sge[i];

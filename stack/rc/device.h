@@ -81,8 +81,9 @@ class RcDevice {
 
   // Receive: a whole frame (parsed and ICRC-checked here) or an already
   // parsed packet, verified or with its ICRC check deferred (icrc_deferred:
-  // checked here first, or — an RDMA Write, Send or Read Response Middle whose
-  // place is known, QueuePair::InPlaceTarget — as its payload is placed, in one pass).
+  // checked here first, or — an RDMA Write, Send or Read Response Middle, or
+  // a Read Response Last, whose place is known, QueuePair::InPlaceTarget —
+  // as its payload is placed, in one pass).
   // OnFrame defers too, where the CPU makes the pass worth it
   // (mem::PlaceCrcOnePass), for payloads of kPlaceCrcOnePassMin bytes and
   // more: the simulator's corruption cases run this path.
@@ -92,7 +93,7 @@ class RcDevice {
   // opcode and payload length to OnPacket.
   static bool DeferIcrc(uint8_t opcode, size_t payload_len) {
     return (opcode == wire::op::kRcWriteMiddle || opcode == wire::op::kRcSendMiddle ||
-            opcode == wire::op::kRcReadResponseMiddle) &&
+            opcode == wire::op::kRcReadResponseMiddle || opcode == wire::op::kRcReadResponseLast) &&
            payload_len >= mem::kPlaceCrcOnePassMin && mem::PlaceCrcOnePass();
   }
 

@@ -434,7 +434,8 @@ bool QueuePair::TakeRecv() {
 }
 
 uint8_t* QueuePair::InPlaceTarget(const RocePacket& p) const {
-  if (p.bth.opcode == op::kRcReadResponseMiddle) return ReadSinkTarget(p);  // completer.cc
+  if (p.bth.opcode == op::kRcReadResponseMiddle || p.bth.opcode == op::kRcReadResponseLast)
+    return ReadSinkTarget(p);  // completer.cc
   if ((state_ != QpState::kRtr && state_ != QpState::kRts) || error_pending_ || p.bth.psn != epsn_ ||
       p.bth.pkey != 0xFFFF || !p.IsReplyTo(net_))
     return nullptr;

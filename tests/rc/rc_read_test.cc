@@ -1,10 +1,13 @@
 // Reads on the wire: the outbound read limit (never more than max_rd_atomic
 // Reads outstanding), what the responder does when the requester exceeds its
-// inbound limit, READ_FENCE ordering, zero-length Send/Write/Read, and the
-// local READ_SINK right of a Read's target.
+// inbound limit, READ_FENCE ordering, zero-length Send/Write/Read, the
+// local READ_SINK right of a Read's target, and the responses placed into
+// the sink as their ICRC is computed.
 #include <algorithm>
 
+#include "stack/mem/place.h"
 #include "tests/rc/rc_wire.h"
+#include "tests/support/test_support.h"
 
 namespace roce::rc::testing {
 namespace {
@@ -279,6 +282,53 @@ TEST(RcRead, ReadSinkNeedsLocalWriteOrReadSink) {
   EXPECT_EQ(w.frames.size(), frames);
   EXPECT_TRUE(SameBytes(sink_none, before));
   EXPECT_EQ(p.a.qp->state(), QpState::kError);
+}
+
+// A Read's Middles and its Last (shorter than the MTU, with a pad) are placed
+// into the sink as their ICRC is computed (QueuePair::ReadSinkTarget). The
+// first copy of the Last arrives with a payload byte flipped: its bytes land
+// in the sink where the good copy's go, its ICRC fails, it is dropped
+// (rx_placed_dropped) and the Read does not complete on it; the retry's
+// answer does, with the sink exactly the target's bytes and nothing around
+// it touched. A second Read, unharmed, places its two Middles and its Last.
+TEST(RcRead, ReadResponseLastPlacedInPassSurvivesCorruption) {
+  const bool was = mem::SetPlaceCrcOnePass(true);
+  if (!mem::PlaceCrcOnePass()) ROCE_SKIP_ALLOWED("this CPU has no AVX-512 VPCLMULQDQ: the ICRC is checked first");
+  PairOptions o = InstantLink(1024);
+  RcPair p(o);
+  WireLog w(p.net());
+  const uint32_t n = 3 * 1024 + 602;  // First, two Middles, a Last of 602 bytes (pad 2)
+  Buffer sink(n, 1), target(n, 2);
+  target.Fill(7);
+  auto kr = p.a.Register(sink, mem::kLocalWrite);
+  auto tr = p.b.Register(target, mem::kRemoteRead);
+  int lasts = 0;
+  w.modify = [&](const Frame& f, std::vector<uint8_t>& frame) {
+    if (f.from == kB && f.opcode == op::kRcReadResponseLast && ++lasts == 1) frame[frame.size() / 2] ^= 0x10;
+  };
+  const rc::DeviceCounters& dc = p.a.node->dev().counters;
+  Sge ks{sink.addr(), n, kr.local_token};
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(1, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)), PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 1));
+  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
+  EXPECT_EQ(lasts, 1);
+  EXPECT_EQ(dc.IcrcErrors(), 1u);
+  EXPECT_EQ(dc.rx_placed_dropped, 1u);  // the corrupted Last, placed then dropped
+  EXPECT_EQ(0, memcmp(sink.data(), target.data(), n));
+  EXPECT_TRUE(sink.GuardsIntact());
+  EXPECT_GE(p.a.qp->counters.retransmits, 1u);
+
+  sink.Fill(9);
+  const uint64_t placed = dc.rx_placed_in_pass;
+  ASSERT_EQ(p.a.qp->PostSend(MakeRdma(2, WrOp::kRead, &ks, 1, target.addr(), tr.remote_token)), PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 1));
+  ExpectCompletions(p.a.PollSend(), {{2, Status::kSuccess}});
+  EXPECT_EQ(dc.rx_placed_in_pass - placed, 3u);  // two Middles and the Last
+  EXPECT_EQ(dc.rx_placed_dropped, 1u);
+  EXPECT_EQ(0, memcmp(sink.data(), target.data(), n));
+  EXPECT_TRUE(sink.GuardsIntact());
+  EXPECT_EQ(p.a.qp->state(), QpState::kRts);
+  mem::SetPlaceCrcOnePass(was);
 }
 
 }  // namespace

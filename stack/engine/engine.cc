@@ -247,6 +247,8 @@ void Engine::PrefetchMbuf(const rte_mbuf* m) const {
 }
 
 rte_mbuf* Engine::RefillMbufs() {
+  // One pool access for a burst's worth of frames (TakeMbuf resets each); a
+  // pool too low for a whole refill still gives what it can, one by one.
   if (rte_mempool_get_bulk(port_->pool(), reinterpret_cast<void**>(mcache_), kMbufCache) != 0)
     return rte_pktmbuf_alloc(port_->pool());
   mcache_n_ = kMbufCache;

@@ -343,11 +343,11 @@ class QueuePair {
   // is still writable; or a Send Middle likewise, into one writable SGE of the
   // receive its First took; or a Read Response Middle (or the Last that ends
   // the Read exactly) at the PSN the oldest open Read expects next, into one
-  // valid SGE of its sink. So every byte it
-  // names is one the packet's good copy must write again before the message
-  // can complete (and never a Write's last byte, which in-order placement
-  // pollers watch; a receive's or a Read sink's bytes mean nothing before its
-  // completion). Null otherwise: the device checks the ICRC first.
+  // valid SGE of its sink. So every byte it names is one the packet's good
+  // copy must write again before the message can complete (and never a
+  // Write's last byte, which in-order placement pollers watch; a receive's or
+  // a Read sink's bytes mean nothing before its completion). Null otherwise:
+  // the device checks the ICRC first.
   uint8_t* InPlaceTarget(const wire::RocePacket& p) const;
   // Its Read Response part (completer.cc).
   uint8_t* ReadSinkTarget(const wire::RocePacket& p) const;

@@ -657,8 +657,13 @@ size_t Engine::Poll() {
 }
 
 void Engine::Doorbell(rc::QueuePair& qp, bool idle) {
-  if (!idle || !opts_.tx_on_post || in_poll_ || running()) {
-    Kick();
+  const bool dedicated = running();
+  if (!idle || !opts_.tx_on_post || in_poll_ || dedicated) {
+    // Only a dedicated loop naps and needs the kick (a seq_cst store: a full
+    // barrier; skipping it made a split-mode 8 B Write 0.97x the time); an
+    // inline engine's next pass is its poller's next GetResults. A Start()
+    // racing with this post begins with a pass, which finds the request.
+    if (dedicated) Kick();
     return;
   }
   // Inline mode, from the posting thread under mu_ (PostSend's contract),

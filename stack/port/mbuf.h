@@ -86,7 +86,8 @@ inline void PrefetchForWrite(const void* p) {
 // on a next that stage 4 had asked for too late).
 // The engine does it for bursts of chained frames only, out of line: on
 // one-segment 8 B frames of its own core it cost the 8 B Write ~5%, and
-// inlined into the poll ~6% even unexecuted.
+// inlined into the poll ~6% even unexecuted. (One-segment frames get only
+// their data lines fetched a few frames ahead, in Engine::Poll.)
 constexpr int kPrefetchAhead = 8;
 // Call with i = -kPrefetchAhead .. n - 1, handling frame i after each call.
 void PrefetchAhead(rte_mbuf* const* pkts, uint16_t n, int i);

@@ -1,6 +1,7 @@
 #include "stack/engine/engine_mutex.h"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,16 @@ bool MutexChecksRequested() {
   return v && std::strcmp(v, "1") == 0;
 }
 
+bool AsymmetricUnlock() {
+  static const bool ok = [] {
+    if (const char* v = std::getenv("SOFT_RNIC_MUTEX_ASYM"); v && std::strcmp(v, "0") == 0) return false;
+    const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return false;
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return ok;
+}
+
 void FastMutex::LockSlow() {
   for (int i = 0; i < kSpins; i++) {
     rte_pause();
@@ -30,11 +41,30 @@ void FastMutex::LockSlow() {
     if (c == kFree && s_.compare_exchange_weak(c, kHeld, std::memory_order_acquire, std::memory_order_relaxed))
       return;
   }
+  if (asym_) {
+    // Counted first; then every running thread of the process passes a full
+    // barrier: an Unlock that stored kFree before its barrier shows here as
+    // free, one that reads the count after its barrier sees this sleeper and
+    // wakes it (and a wake that comes before the sleep makes FUTEX_WAIT
+    // return at once: the lock is no longer kHeld, or it is again and its
+    // next Unlock sees the count). Again before every sleep.
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    for (;;) {
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+      uint32_t c = kFree;
+      if (s_.compare_exchange_strong(c, kHeld, std::memory_order_acquire, std::memory_order_relaxed)) break;
+      sleeps_.fetch_add(1, std::memory_order_relaxed);
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAIT_PRIVATE, kHeld, nullptr, nullptr, 0);
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   // Mark it contended (so the holder's Unlock wakes a sleeper) and sleep
   // while it stays held. A thread that takes it this way leaves it marked
   // contended: its Unlock may wake no one, never misses a sleeper.
   uint32_t c = s_.exchange(kContended, std::memory_order_acquire);
   while (c != kFree) {
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAIT_PRIVATE, kContended, nullptr, nullptr, 0);
     c = s_.exchange(kContended, std::memory_order_acquire);
   }

@@ -65,6 +65,22 @@ TEST(EngineMutex, FastMutexExcludes) {
   EXPECT_EQ(CountUnder(mu, 4, 50'000), 200'000u);
 }
 
+// Both unlock protocols (engine_mutex.h): the exchange, and the plain store
+// whose sleepers rely on membarrier. More threads than this machine's CPUs,
+// each yielding inside the critical section now and then, so that Locks
+// spin out and sleep: a lost wake-up would leave a thread asleep for good
+// (the test's timeout), a broken exclusion a short count.
+TEST(EngineMutex, BothUnlockProtocolsExcludeAndWake) {
+  ASSERT_TRUE(AsymmetricUnlock()) << "membarrier(2) PRIVATE_EXPEDITED is missing: the plain-store Unlock is off";
+  for (bool asym : {false, true}) {
+    SCOPED_TRACE(asym ? "plain-store unlock" : "exchange unlock");
+    FastMutex mu(asym);
+    EXPECT_EQ(CountUnder(mu, 6, 40'000), 240'000u);
+    EXPECT_FALSE(mu.Held());
+    EXPECT_GT(mu.sleeps(), 0u);  // the sleeping path ran (else this shows nothing about wake-ups)
+  }
+}
+
 TEST(EngineMutex, TryLockAndHeld) {
   FastMutex mu;
   EXPECT_FALSE(mu.Held());
@@ -85,33 +101,43 @@ TEST(EngineMutex, TryLockAndHeld) {
 // A Lock that finds the mutex held for long sleeps (futex) and is woken by
 // the Unlock: it gets the lock only after the holder let go, and spends
 // little CPU time waiting (a spinning waiter would spend the whole wait).
+template <class M>
+void SleepsAndIsWoken(M& mu) {
+  std::atomic<bool> released{false}, acquired{false};
+  std::atomic<bool> holding{false};
+  uint64_t waiter_cpu_ns = 0;
+  bool saw_release = false;
+  std::thread holder([&] {
+    ScopedLock<M> l(&mu);
+    holding = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    released = true;
+  });
+  while (!holding) std::this_thread::yield();
+  std::thread waiter([&] {
+    const uint64_t c0 = ThreadCpuNs();
+    ScopedLock<M> l(&mu);
+    waiter_cpu_ns = ThreadCpuNs() - c0;
+    saw_release = released.load();
+    acquired = true;
+  });
+  holder.join();
+  waiter.join();
+  EXPECT_TRUE(acquired);
+  EXPECT_TRUE(saw_release);                  // not before the holder unlocked
+  EXPECT_LT(waiter_cpu_ns, 50'000'000u);     // slept through most of the 200 ms
+}
+
 TEST(EngineMutex, ContendedLockSleepsAndIsWoken) {
   for (bool checked : {false, true}) {
     SCOPED_TRACE(checked ? "checked" : "fast");
     EngineMutex mu(checked);
-    std::atomic<bool> released{false}, acquired{false};
-    std::atomic<bool> holding{false};
-    uint64_t waiter_cpu_ns = 0;
-    bool saw_release = false;
-    std::thread holder([&] {
-      EngineLock l(&mu);
-      holding = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      released = true;
-    });
-    while (!holding) std::this_thread::yield();
-    std::thread waiter([&] {
-      const uint64_t c0 = ThreadCpuNs();
-      EngineLock l(&mu);
-      waiter_cpu_ns = ThreadCpuNs() - c0;
-      saw_release = released.load();
-      acquired = true;
-    });
-    holder.join();
-    waiter.join();
-    EXPECT_TRUE(acquired);
-    EXPECT_TRUE(saw_release);                  // not before the holder unlocked
-    EXPECT_LT(waiter_cpu_ns, 50'000'000u);     // slept through most of the 200 ms
+    SleepsAndIsWoken(mu);
+  }
+  for (bool asym : {false, true}) {
+    SCOPED_TRACE(asym ? "fast, plain-store unlock" : "fast, exchange unlock");
+    FastMutex mu(asym);
+    SleepsAndIsWoken(mu);
   }
 }
 

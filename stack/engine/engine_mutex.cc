@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include <rte_pause.h>
 
@@ -48,13 +49,18 @@ void FastMutex::LockSlow() {
     // wakes it (and a wake that comes before the sleep makes FUTEX_WAIT
     // return at once: the lock is no longer kHeld, or it is again and its
     // next Unlock sees the count). Again before every sleep.
+    // Should the barrier fail (a process forked from the registered one
+    // whose mm is not registered), the sleep is bounded instead: a missed
+    // wake-up then costs a millisecond, never a hang.
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
-      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+      const bool fenced = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
       uint32_t c = kFree;
       if (s_.compare_exchange_strong(c, kHeld, std::memory_order_acquire, std::memory_order_relaxed)) break;
       sleeps_.fetch_add(1, std::memory_order_relaxed);
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAIT_PRIVATE, kHeld, nullptr, nullptr, 0);
+      const timespec bound{0, 1'000'000};
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAIT_PRIVATE, kHeld, fenced ? nullptr : &bound,
+              nullptr, 0);
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
     return;

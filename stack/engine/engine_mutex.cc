@@ -1,7 +1,6 @@
 #include "stack/engine/engine_mutex.h"
 
 #include <linux/futex.h>
-#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,6 +10,8 @@
 #include <ctime>
 
 #include <rte_pause.h>
+
+#include "stack/port/fence.h"
 
 namespace roce::engine {
 
@@ -25,15 +26,7 @@ bool MutexChecksRequested() {
   return v && std::strcmp(v, "1") == 0;
 }
 
-bool AsymmetricUnlock() {
-  static const bool ok = [] {
-    if (const char* v = std::getenv("SOFT_RNIC_MUTEX_ASYM"); v && std::strcmp(v, "0") == 0) return false;
-    const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return false;
-    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  }();
-  return ok;
-}
+bool AsymmetricUnlock() { return port::AsymmetricFencesAvailable(); }
 
 void FastMutex::LockSlow() {
   for (int i = 0; i < kSpins; i++) {
@@ -49,12 +42,11 @@ void FastMutex::LockSlow() {
     // wakes it (and a wake that comes before the sleep makes FUTEX_WAIT
     // return at once: the lock is no longer kHeld, or it is again and its
     // next Unlock sees the count). Again before every sleep.
-    // Should the barrier fail (a process forked from the registered one
-    // whose mm is not registered), the sleep is bounded instead: a missed
+    // Should no barrier work, the sleep is bounded instead: a missed
     // wake-up then costs a millisecond, never a hang.
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
-      const bool fenced = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+      const bool fenced = port::AsymmetricFence();
       uint32_t c = kFree;
       if (s_.compare_exchange_strong(c, kHeld, std::memory_order_acquire, std::memory_order_relaxed)) break;
       sleeps_.fetch_add(1, std::memory_order_relaxed);

@@ -22,8 +22,8 @@
 // PRIVATE_EXPEDITED, an IPI to each), then looks at the lock again before
 // it sleeps. An Unlock whose store the sleeper's look can
 // miss is one whose read of the count comes after its barrier, so it sees
-// the sleeper and wakes it (the asymmetric Dekker of liburcu and Folly).
-// Without membarrier: the exchange, as before.
+// the sleeper and wakes it (the asymmetric Dekker of liburcu and Folly;
+// port/fence.h). Without membarrier: the exchange, as before.
 //
 // EngineMutex is a FastMutex, except under SOFT_RNIC_MUTEX_CHECK=1 (meson's
 // test set-up sets it) where it is an absl::Mutex, so the tests keep
@@ -49,8 +49,7 @@ namespace roce::engine {
 // deadlock detection stays on (Engine::Create turns it off otherwise).
 bool MutexChecksRequested();
 
-// Whether FastMutex's Unlock is a plain store (membarrier registered for the
-// process: asked once, on the first call).
+// Whether FastMutex's Unlock is a plain store (port::AsymmetricFencesAvailable).
 bool AsymmetricUnlock();
 
 class ABSL_LOCKABLE FastMutex {

@@ -250,8 +250,12 @@ template <bool kV6>
 __attribute__((target("pclmul,sse4.1"))) uint32_t IcrcClmulSse(const uint8_t* p, size_t len) {
   return IcrcClmulBody<kV6>(p, len);
 }
+// Aligned to a cache line: where the link put it decided the 64 B ICRC's
+// time on an Intel Xeon (identical code, three builds: 4.9 to 5.7 ns against
+// ISA-L's 4.0); aligned, paired, 0.852x the time, longer frames and the 8 B
+// Writes unchanged.
 template <bool kV6>
-__attribute__((target("pclmul,avx"))) uint32_t IcrcClmulAvx(const uint8_t* p, size_t len) {
+__attribute__((target("pclmul,avx"), aligned(64))) uint32_t IcrcClmulAvx(const uint8_t* p, size_t len) {
   return IcrcClmulBody<kV6>(p, len);
 }
 

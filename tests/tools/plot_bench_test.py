@@ -93,6 +93,18 @@ with tempfile.TemporaryDirectory() as tmp:
     zero = lines[:i] + [" ".join(w[:3] + ["0.00", "0.000000"])] + lines[i + 1:]
     rc, out, err = run("--check", write("zero.txt", "\n".join(zero) + "\n"))
     expect(rc == 1 and "both 0" in err, f"a row with a BW and a message rate of 0 fails ({err.strip()})")
+    # The BW row of a perftest whose clock calibration failed: every figure 0. Rejected by
+    # default; --uncalibrated-ok accepts it (size and iterations still checked) but not a row
+    # with a peak and no average or rate (that is not a calibration failure).
+    allzero = write("allzero.txt", "\n".join(lines[:i] + [" ".join(w[:2] + ["0.00", "0.00", "0.000000"])] + lines[i + 1:]) + "\n")
+    rc, out, err = run("--check", allzero)
+    expect(rc == 1 and "both 0" in err, f"an all-zero BW row fails by default ({err.strip()})")
+    rc, out, err = run("--check", "--uncalibrated-ok", allzero)
+    expect(rc == 0 and "clock calibration failed" in out, f"--uncalibrated-ok accepts an all-zero BW row ({err.strip()})")
+    rc, out, err = run("--check", "--uncalibrated-ok", "--iters", "5", allzero)
+    expect(rc == 1 and "expected 5" in err, "--uncalibrated-ok still checks a BW row's iterations")
+    rc, out, err = run("--check", "--uncalibrated-ok", write("zero.txt", "\n".join(zero) + "\n"))
+    expect(rc == 1 and "both 0" in err, f"--uncalibrated-ok rejects a BW row with a peak but no average or rate ({err.strip()})")
     tiny = lines[:i] + [" ".join(w[:3] + ["0.00", w[4]])] + lines[i + 1:]
     rc, out, err = run("--check", write("tiny.txt", "\n".join(tiny) + "\n"))
     expect(rc == 0, "0.00 MB/sec with a message rate is accepted (small messages on a slow link)")

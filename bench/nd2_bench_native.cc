@@ -64,14 +64,6 @@ std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload) {
 // Intel Xeon the native 8 B Write that follows took 400 ns instead of 130).
 // The stack clears them after its own ISA-L calls (wire/icrc.cc); the
 // benchmark does after its raw ones, so the next figure starts clean.
-#if defined(__x86_64__)
-__attribute__((target("avx"), noinline)) void ZeroUpperAvx() { __builtin_ia32_vzeroupper(); }
-void ZeroUpper() {
-  if (__builtin_cpu_supports("avx")) ZeroUpperAvx();
-}
-#else
-void ZeroUpper() {}
-#endif
 
 void Crc(benchmark::State& st, bool icrc) {
   const size_t size = static_cast<size_t>(st.range(0));
@@ -85,7 +77,7 @@ void Crc(benchmark::State& st, bool icrc) {
     for (auto _ : st) benchmark::DoNotOptimize(wire::Crc32(0, l3));
   }
   const Measured m{SecondsSince(t0), static_cast<double>(st.iterations()) * static_cast<double>(l3.size())};
-  ZeroUpper();
+  wire::ClearUpperVectorState();
   st.SetBytesProcessed(static_cast<int64_t>(m.items));
   const std::string name = "crc" + std::to_string(size);
   if (!icrc) {
@@ -95,7 +87,7 @@ void Crc(benchmark::State& st, bool icrc) {
   const auto t1 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < st.iterations(); i++) benchmark::DoNotOptimize(wire::Crc32(0, l3));
   const double raw_secs = SecondsSince(t1);
-  ZeroUpper();
+  wire::ClearUpperVectorState();
   if (m.secs > 0 && raw_secs > 0) st.counters["x_raw"] = raw_secs / m.secs;
 }
 

@@ -20,9 +20,9 @@
 // comes from the sleeper's side instead: it counts itself, then has every
 // running thread of the process pass a full barrier (membarrier
 // PRIVATE_EXPEDITED, an IPI to each), then looks at the lock again before
-// it sleeps. An Unlock whose store the sleeper's look can
-// miss is one whose read of the count comes after its barrier, so it sees
-// the sleeper and wakes it (the asymmetric Dekker of liburcu and Folly;
+// it sleeps. An Unlock whose store the sleeper's look can miss is one whose
+// read of the count comes after its barrier, so it sees the sleeper and
+// wakes it (the asymmetric Dekker of liburcu and Folly;
 // port/fence.h). Without membarrier: the exchange, as before.
 //
 // EngineMutex is a FastMutex, except under SOFT_RNIC_MUTEX_CHECK=1 (meson's

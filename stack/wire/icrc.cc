@@ -280,9 +280,12 @@ inline uint32_t IcrcClmul(const uint8_t* p, size_t len) {
 // SSE — does not pay for ISA-L's last call. (Vector registers are not
 // preserved across calls in this ABI: nothing of the caller's is lost.)
 __attribute__((target("avx"), noinline)) void ZeroUpper() { _mm256_zeroupper(); }
+void ClearUpper() {
+  if (kAvx) ZeroUpper();
+}
 inline uint32_t IsalCrc(uint32_t seed, const uint8_t* p, size_t n) {
   const uint32_t c = crc32_gzip_refl(seed, p, n);
-  if (kAvx) ZeroUpper();
+  ClearUpper();
   return c;
 }
 #else
@@ -290,6 +293,7 @@ constexpr IcrcCode kCpuCode = IcrcCode::kSeedIsal;
 IcrcCode g_code = kCpuCode;
 template <bool kV6>
 uint32_t IcrcClmul(const uint8_t*, size_t) { return 0; }
+void ClearUpper() {}
 inline uint32_t IsalCrc(uint32_t seed, const uint8_t* p, size_t n) { return crc32_gzip_refl(seed, p, n); }
 #endif
 
@@ -353,6 +357,8 @@ bool SelectIcrcCode(IcrcCode c) {
 uint32_t Crc32(uint32_t seed, ByteSpan data) {  // raw, as the benchmarks' baseline
   return crc32_gzip_refl(seed, data.data(), data.size());
 }
+
+void ClearUpperVectorState() { ClearUpper(); }
 
 bool Icrc::Begin(ByteSpan in) {
   if (const size_t kind = ClmulKind(in.data(), in.size())) {

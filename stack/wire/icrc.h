@@ -56,8 +56,13 @@ class Icrc {
 enum class IcrcCode : uint8_t { kAuto, kSeedIsal, kClmulSse, kClmulAvx };  // in order of what they need
 bool SelectIcrcCode(IcrcCode c);
 
-// Raw CRC-32 (zlib-compatible, chainable) as ISA-L computes it.
+// Raw CRC-32 (zlib-compatible, chainable) as ISA-L computes it: the upper
+// vector state is left as ISA-L leaves it (a baseline for the benchmarks).
 uint32_t Crc32(uint32_t seed, ByteSpan data);
+
+// VZEROUPPER on a CPU with AVX, else nothing: what the stack does after its
+// own ISA-L calls, for callers of Crc32 (the benchmarks' raw baseline).
+void ClearUpperVectorState();
 
 // ICRC of a whole packet from the IP header to just before the ICRC.
 // Returns 0 and sets *ok=false if the span cannot hold IP+UDP+BTH.

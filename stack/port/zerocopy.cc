@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "stack/port/mbuf.h"
+
 namespace roce::port {
 
 ZcPool::ZcPool(uint32_t n) : refs_(new ZcRef[n]), n_(n) {
@@ -21,14 +23,23 @@ void ZcPool::Close() {
 }
 
 bool ZcPool::Attach(rte_mbuf* m, const uint8_t* p, uint16_t len) {
-  if (local_.empty()) {
+  ZcRef* r;
+  if (!local_.empty()) {
+    r = local_.back();
+    local_.pop_back();
+  } else {
     // Every ref pushed was written before its push (release); the exchange
-    // acquires them all (each push is a read-modify-write of freed_).
-    for (ZcRef* r = freed_.exchange(nullptr, std::memory_order_acquire); r; r = r->next_free) local_.push_back(r);
-    if (local_.empty()) return false;
+    // acquires them all (each push is a read-modify-write of freed_). The
+    // stack is walked one ref per Attach, the next one's line fetched now:
+    // walked at once into local_, its links were a chain of dependent misses
+    // (each ref last written by the freeing core): 74% of Attach's samples,
+    // ~9% of a split 64 KB Write's sender.
+    if (!taken_) taken_ = freed_.exchange(nullptr, std::memory_order_acquire);
+    r = taken_;
+    if (!r) return false;
+    taken_ = r->next_free;
+    if (taken_) PrefetchForWrite(taken_);
   }
-  ZcRef* r = local_.back();
-  local_.pop_back();
   r->addr = reinterpret_cast<uint64_t>(p);
   r->len = len;
   r->state.store(0, std::memory_order_relaxed);

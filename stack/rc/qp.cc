@@ -12,6 +12,7 @@
 
 #include "stack/mem/memory_table.h"
 #include "stack/rc/device.h"
+#include "stack/wire/bytes.h"
 #include "stack/wire/psn.h"
 
 namespace roce::rc {
@@ -324,7 +325,7 @@ PostResult QueuePair::PostSend(const SendWr& wr) {
     w.inline_data = &sq_inline_[slot * caps_.max_inline];
     size_t off = 0;
     for (uint32_t i = 0; i < wr.num_sge; i++) {
-      if (wr.sge[i].length) std::memcpy(w.inline_data + off, reinterpret_cast<const void*>(wr.sge[i].addr), wr.sge[i].length);
+      wire::CopySmall(w.inline_data + off, reinterpret_cast<const uint8_t*>(wr.sge[i].addr), wr.sge[i].length);
       off += wr.sge[i].length;
     }
     w.wr.sge = nullptr;

@@ -99,7 +99,7 @@ size_t WriteFrame(const FrameTemplate& t, const Bth& bth, const ExtHeaders& ext,
   const size_t h = t.WriteHeaders(bth, ext, payload_len, out);
   uint8_t* o = out + h;
   for (uint32_t i = 0; i < n; i++) {
-    std::memcpy(o, pieces[i].p, pieces[i].len);
+    CopySmall(o, pieces[i].p, pieces[i].len);
     o += pieces[i].len;
   }
   const uint8_t pad = PadFor(payload_len);

@@ -6,6 +6,8 @@
 // (IcrcOf, Udp6ChecksumOf) equals the one-buffer one. ParseRoceHeaders on a
 // frame split at any point reads nothing past the first part (each part is
 // its own heap block: ASan sees any overread) and agrees with ParseRoceFrame.
+#include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -154,6 +156,27 @@ TEST(FrameWriter, EqualsFieldByFieldSerializerForEveryOpcode) {
     }
   }
   EXPECT_GT(cases, 400);
+}
+
+// CopySmall (the inline payload's copy) against memcpy for every length up
+// to 40 and every source offset in a word: exact-size heap blocks, so ASan
+// sees a read or write past either end; the bytes around the copy untouched.
+TEST(CopySmall, CopiesEveryLengthExactly) {
+  std::mt19937 rng(7);
+  for (size_t n = 0; n <= 40; n++) {
+    for (size_t off = 0; off < 8; off++) {
+      std::unique_ptr<uint8_t[]> src(new uint8_t[n + off]);
+      for (size_t i = 0; i < n + off; i++) src[i] = static_cast<uint8_t>(rng());
+      Bytes dst(n + 16, 0xA5);
+      CopySmall(dst.data() + 8, src.get() + off, n);
+      Bytes want(n + 16, 0xA5);
+      if (n) std::memcpy(want.data() + 8, src.get() + off, n);
+      ASSERT_EQ(dst, want) << "n=" << n << " off=" << off;
+      std::unique_ptr<uint8_t[]> exact(new uint8_t[n]);
+      CopySmall(exact.get(), src.get() + off, n);
+      ASSERT_TRUE(n == 0 || std::memcmp(exact.get(), src.get() + off, n) == 0) << "n=" << n;
+    }
+  }
 }
 
 TEST(FrameWriter, Ipv4ChecksumIsPatchedIncrementally) {

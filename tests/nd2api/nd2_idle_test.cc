@@ -44,6 +44,16 @@ sockaddr_in Addr(const char* ip, uint16_t port) {
   return a;
 }
 
+// What an idle (napping) adapter may use; a spinning one uses a whole core.
+// Under AddressSanitizer each pass costs about twice as much, and CI runs
+// that build's tests beside each other: an inline waiter measured 5.07% in
+// one CI run (2.8-3.5% alone, the same build).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kIdleShare = 0.10;
+#else
+constexpr double kIdleShare = 0.05;
+#endif
+
 // CPU share of the process while `f` runs for about `seconds` of wall time.
 template <typename F>
 double CpuShare(double seconds, F f) {
@@ -94,7 +104,7 @@ TEST(Nd2Idle, ProgressThreadAdapterNaps) {
   const double share =
       CpuShare(1.5, [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); });
   std::printf("progress thread, idle: %.2f%% of a core\n", share * 100);
-  EXPECT_LT(share, 0.05);
+  EXPECT_LT(share, kIdleShare);
 }
 
 // The other side of napping: while the application polls GetResults (here
@@ -119,7 +129,7 @@ TEST(Nd2Idle, ProgressThreadSpinsWhileTheApplicationPolls) {
   std::printf("progress thread, application polling every 100 us: %.2f%% of a core; then idle: %.2f%%\n",
               polling * 100, after * 100);
   EXPECT_GT(polling, 0.3) << "the progress thread napped while the application polled";
-  EXPECT_LT(after, 0.05);
+  EXPECT_LT(after, kIdleShare);
 }
 
 // Inline progress: a thread blocked in GetOverlappedResult drives the engine;
@@ -148,7 +158,7 @@ TEST(Nd2Idle, InlineWaiterNapsAndStillServes) {
   const double share =
       CpuShare(1.5, [](double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); });
   std::printf("inline, one thread blocked in a wait: %.2f%% of a core\n", share * 100);
-  EXPECT_LT(share, 0.05);
+  EXPECT_LT(share, kIdleShare);
 
   // Now a client connects: the napping waiter serves it.
   IND2QueuePair* qp = nullptr;

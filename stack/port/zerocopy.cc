@@ -7,11 +7,11 @@
 namespace roce::port {
 
 ZcPool::ZcPool(uint32_t n) : refs_(new ZcRef[n]), n_(n) {
-  local_.reserve(n);
   for (uint32_t i = 0; i < n; i++) {
     refs_[i].pool = this;
-    local_.push_back(&refs_[n - 1 - i]);
+    refs_[i].next_free = i + 1 < n ? &refs_[i + 1] : nullptr;
   }
+  taken_ = &refs_[0];
 }
 
 ZcPool* ZcPool::Create(uint32_t n) { return new ZcPool(std::max<uint32_t>(n, 1)); }
@@ -23,23 +23,17 @@ void ZcPool::Close() {
 }
 
 bool ZcPool::Attach(rte_mbuf* m, const uint8_t* p, uint16_t len) {
-  ZcRef* r;
-  if (!local_.empty()) {
-    r = local_.back();
-    local_.pop_back();
-  } else {
-    // Every ref pushed was written before its push (release); the exchange
-    // acquires them all (each push is a read-modify-write of freed_). The
-    // stack is walked one ref per Attach, the next one's line fetched now:
-    // walked at once into local_, its links were a chain of dependent misses
-    // (each ref last written by the freeing core): 74% of Attach's samples,
-    // ~9% of a split 64 KB Write's sender.
-    if (!taken_) taken_ = freed_.exchange(nullptr, std::memory_order_acquire);
-    r = taken_;
-    if (!r) return false;
-    taken_ = r->next_free;
-    if (taken_) PrefetchForWrite(taken_);
-  }
+  // Every ref pushed was written before its push (release); the exchange
+  // acquires them all (each push is a read-modify-write of freed_). The
+  // stack is walked one ref per Attach, the next one's line fetched now:
+  // walked at once, its links were a chain of dependent misses (each ref
+  // last written by the freeing core): 74% of Attach's samples, ~9% of a
+  // split 64 KB Write's sender.
+  if (!taken_) taken_ = freed_.exchange(nullptr, std::memory_order_acquire);
+  ZcRef* r = taken_;
+  if (!r) return false;
+  taken_ = r->next_free;
+  if (taken_) PrefetchForWrite(taken_);
   r->addr = reinterpret_cast<uint64_t>(p);
   r->len = len;
   r->state.store(0, std::memory_order_relaxed);

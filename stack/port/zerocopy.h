@@ -26,7 +26,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "stack/port/dpdk.h"
 
@@ -50,9 +49,9 @@ static_assert(sizeof(ZcRef) == 64);
 // Its owner (the sending engine, under its lock) attaches and revokes; the
 // frees (FreeCb) come from any thread — on a ring pair, the receiving
 // engine's, once a frame. No lock and no counter is shared between the two
-// per frame: the owner takes references from its own cache, then from the
-// whole stack the frees pushed onto, taken at once (push by anyone, take all
-// by one: no ABA), and the frees count only on their own cache line. (Before,
+// per frame: the owner takes references from its own list, refilled with
+// the whole stack the frees pushed onto, taken at once (push by anyone, take
+// all by one: no ABA), and the frees count only on their own cache line. (Before,
 // each frame locked a std::mutex and moved two counters between the cores.)
 class ZcPool {
  public:
@@ -87,8 +86,7 @@ class ZcPool {
 
   std::unique_ptr<ZcRef[]> refs_;
   uint32_t n_;
-  std::vector<ZcRef*> local_;              // owner's free refs
-  ZcRef* taken_ = nullptr;                 // owner's: the rest of a stack taken from freed_
+  ZcRef* taken_ = nullptr;  // owner's free refs: all of them at first, then a stack taken from freed_
   std::atomic<uint64_t> attached_{0};      // written by the owner only
   std::atomic<uint64_t> revoked_{0};
   alignas(64) std::atomic<ZcRef*> freed_{nullptr};  // stack of refs put back

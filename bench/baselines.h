@@ -33,10 +33,14 @@ namespace roce::bench {
 
 // tx_on_post = false: a posted request waits for its engine's next pass (the
 // stack before EngineOptions::tx_on_post; a same-run baseline for it).
-inline std::unique_ptr<tools::TwoStacks> OpenNative(const std::string& ring, bool tx_on_post = true) {
+// zero_copy = false: every payload copied into mbufs, as on a port whose
+// driver DMAs (a NIC) or hands frames to another process (memif, vhost).
+inline std::unique_ptr<tools::TwoStacks> OpenNative(const std::string& ring, bool tx_on_post = true,
+                                                    bool zero_copy = true) {
   tools::TwoStacksOptions o;
   o.ring = ring;
   o.tx_on_post = tx_on_post;
+  if (!zero_copy) o.zero_copy_min = 0;
   o.caps.sq_depth = 256;
   o.caps.rq_depth = 256;
   o.tuning.max_unacked_psns = 512;

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -56,6 +57,29 @@ std::vector<std::string> Lines(const std::string& s) {
 bool HaveTshark() {
   std::string out;
   return Run("command -v tshark", &out) == 0 && !out.empty();
+}
+
+uint32_t ReferenceIcrc(const uint8_t* l3, size_t len) {
+  std::vector<uint8_t> b(l3, l3 + len);
+  size_t l4;
+  if ((b[0] >> 4) == 4) {
+    l4 = (b[0] & 0xF) * 4u;
+    b[1] = 0xFF;            // TOS
+    b[8] = 0xFF;            // TTL
+    b[10] = b[11] = 0xFF;   // header checksum
+  } else {
+    l4 = 40;
+    b[0] |= 0x0F;           // traffic class (bits 4-11) and flow label (12-31)
+    b[1] = b[2] = b[3] = 0xFF;
+    b[7] = 0xFF;            // hop limit
+  }
+  b[l4 + 6] = b[l4 + 7] = 0xFF;  // UDP checksum
+  b[l4 + 8 + 4] = 0xFF;          // BTH resv8a (FECN, BECN, resv6)
+  uLong c = crc32(0, nullptr, 0);
+  const uint8_t ff[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  c = crc32(c, ff, 8);
+  c = crc32(c, b.data(), static_cast<uInt>(b.size()));
+  return static_cast<uint32_t>(c);
 }
 
 }  // namespace roce::testing

@@ -42,4 +42,10 @@ std::vector<std::string> Lines(const std::string& s);
 // True if `tshark` is on PATH.
 bool HaveTshark();
 
+// The ICRC of a RoCEv2 packet from its IP header (v4 or v6) up to its ICRC,
+// computed independently of stack/wire: the bytes copied, the variant fields
+// masked per the spec, zlib's crc32 over 8 bytes of 0xFF and them. Compare
+// with the frame's last four bytes read little-endian.
+uint32_t ReferenceIcrc(const uint8_t* l3, size_t len);
+
 }  // namespace roce::testing

@@ -279,30 +279,7 @@ TEST(Checksum, InetChecksumSplitsAnywhere) {
 }
 
 // The ICRC computed independently: copy, mask per the spec, zlib crc32.
-uint32_t ReferenceIcrc(ByteSpan l3) {
-  std::vector<uint8_t> b(l3.begin(), l3.end());
-  size_t l4;
-  if ((b[0] >> 4) == 4) {
-    l4 = (b[0] & 0xF) * 4u;
-    b[1] = 0xFF;
-    b[8] = 0xFF;
-    b[10] = b[11] = 0xFF;
-  } else {
-    l4 = 40;
-    // traffic class (8 bits straddling bytes 0-1) and flow label (20 bits)
-    uint32_t w = Load32(b.data());
-    w |= 0x0FFFFFFF;
-    Store32(b.data(), w);
-    b[7] = 0xFF;
-  }
-  b[l4 + 6] = b[l4 + 7] = 0xFF;
-  b[l4 + 8 + 4] = 0xFF;
-  uLong c = crc32(0, nullptr, 0);
-  const uint8_t ff[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
-  c = crc32(c, ff, 8);
-  c = crc32(c, b.data(), static_cast<uInt>(b.size()));
-  return static_cast<uint32_t>(c);
-}
+uint32_t ReferenceIcrc(ByteSpan l3) { return roce::testing::ReferenceIcrc(l3.data(), l3.size()); }
 
 TEST(Icrc, MatchesIndependentZlibComputationOnEveryOpcodeV4AndV6) {
   int v6 = 0;

@@ -12,6 +12,7 @@
 #include <absl/strings/str_cat.h>
 #include <absl/synchronization/mutex.h>
 
+#include "stack/mem/place.h"
 #include "stack/port/dpdk.h"
 #include "stack/port/mbuf.h"
 #include "stack/rc/tx.h"
@@ -96,7 +97,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   cc.addrs = nc.addrs;
   e->cm_ = std::make_unique<roce::cm::ConnectionManager>(e->rc_.get(), cc);
   e->tx_.reserve(opts.burst);
-  e->scratch_.resize(16384);
+  e->scratch_.resize(kScratch + 63);
   e->first_room_ = port::FirstSegmentRoom(port->pool());
   e->data_at_ = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(port->pool()) + RTE_PKTMBUF_HEADROOM;
   if (port->zero_copy_tx() && opts.zero_copy_min) {
@@ -295,6 +296,33 @@ bool Engine::AttachPayload(rte_mbuf* m, const FrameTemplate& t, const rc::TxPack
   return true;
 }
 
+bool Engine::CopyPayloadCrc(rte_mbuf* m, const Gather* pieces, uint32_t n, uint32_t* crc) {
+  rte_mbuf* last = rte_pktmbuf_lastseg(m);
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t* src = pieces[i].p;
+    uint32_t left = pieces[i].len;
+    while (left > 0) {
+      uint32_t room = rte_pktmbuf_tailroom(last);
+      if (room == 0) {
+        rte_mbuf* s = TakeMbuf();
+        if (!s) return false;
+        s->data_off = 0;  // a payload segment: its whole buffer
+        last->next = s;
+        m->nb_segs++;
+        last = s;
+        room = rte_pktmbuf_tailroom(s);
+      }
+      const uint32_t take = std::min(room, left);
+      *crc = mem::PlaceInOrderCrc32(rte_pktmbuf_mtod_offset(last, uint8_t*, last->data_len), src, take, *crc);
+      last->data_len = static_cast<uint16_t>(last->data_len + take);
+      m->pkt_len += take;
+      src += take;
+      left -= take;
+    }
+  }
+  return true;
+}
+
 bool Engine::Transmit(const rc::TxPacket& pkt, uint64_t now) {
   (void)now;
   // Back-pressure: let the device drain before taking more.
@@ -355,16 +383,23 @@ bool Engine::TransmitWith(const rc::TxPacket& pkt, const FrameTemplate& tr) {
     m->data_len = static_cast<uint16_t>(total);
     m->pkt_len = static_cast<uint32_t>(total);
   } else {
-    // Larger than a segment: headers first, the payload copied after them
-    // into the chain, the ICRC over the pieces where they lie.
+    // Larger than a segment: headers first, then the payload copied into
+    // the chain as its CRC is folded (one pass over it), the ICRC last. The
+    // headers move back so that the payload starts on a cache line: the
+    // one-pass copy then has no unaligned head (nor, with whole segments, a
+    // tail) to hand to ISA-L (~10 ns a call), here or at a receiver of the chain.
+    const uint16_t back = static_cast<uint16_t>((reinterpret_cast<uintptr_t>(h) + hlen) & 63);
+    if (back <= m->data_off) {
+      m->data_off = static_cast<uint16_t>(m->data_off - back);
+      h -= back;
+    }
     t->WriteHeaders(pkt.bth, pkt.ext, plen, h);
     m->data_len = static_cast<uint16_t>(hlen);
     m->pkt_len = static_cast<uint32_t>(hlen);
     uint8_t tail[3 + kIcrcLen] = {};
-    Store32Le(tail + pad, IcrcOf(*t, h, hlen, pkt.seg, pkt.nseg, pad));
-    bool ok = true;
-    for (uint32_t i = 0; i < pkt.nseg && ok; i++)
-      ok = port::AppendCopy(m, port_->pool(), ByteSpan(pkt.seg[i].p, pkt.seg[i].len));
+    uint32_t crc = IcrcOf(*t, h, hlen, nullptr, 0, 0);
+    bool ok = CopyPayloadCrc(m, pkt.seg, pkt.nseg, &crc);
+    Store32Le(tail + pad, Icrc::Extend(crc, ByteSpan(tail, pad)));
     ok = ok && port::AppendCopy(m, port_->pool(), ByteSpan(tail, pad + kIcrcLen));
     if (!ok) {
       rte_pktmbuf_free(m);
@@ -445,12 +480,12 @@ void Engine::HandleRx(rte_mbuf* m, uint64_t now) {
 }
 
 bool Engine::Linearize(const rte_mbuf* m, ByteSpan* out) {
-  if (m->pkt_len > scratch_.size()) {
+  if (m->pkt_len > kScratch) {
     counters_.rx_too_long++;
     return false;
   }
-  const size_t n = port::CopyOut(m, 0, MutByteSpan(scratch_.data(), m->pkt_len));
-  *out = ByteSpan(scratch_.data(), n);
+  const size_t n = port::CopyOut(m, 0, MutByteSpan(scratch(), m->pkt_len));
+  *out = ByteSpan(scratch(), n);
   counters_.rx_linearized++;
   return true;
 }
@@ -539,6 +574,11 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
       dc.rx_errors[static_cast<size_t>(Error::kIcrcMismatch)]++;
       return;
     }
+  } else if (m && ChainPayloadCut(m, lay) && lay.payload_len <= kScratch) {
+    // A chain whose payload a segment boundary cuts (a NIC's scatter, a
+    // copying sender's chain): the payload copied together into scratch_ as
+    // its CRC is folded, one pass instead of the ICRC's and then the copy's.
+    if (!IcrcLinearizePayload(head, m, lay, p)) return;
   } else {
     // A chain: the ICRC over the segments in place, up to the ICRC itself.
     Icrc c;
@@ -574,18 +614,62 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
       p.payload = ByteSpan(rte_pktmbuf_mtod(pay_seg, const uint8_t*) + (lay.payload - pay_seg_off),
                            lay.payload_len);
     } else {
-      if (lay.payload_len > scratch_.size()) {
+      if (lay.payload_len > kScratch) {
         counters_.rx_too_long++;
         return;
       }
-      port::CopyOut(m, lay.payload, MutByteSpan(scratch_.data(), lay.payload_len));
-      p.payload = ByteSpan(scratch_.data(), lay.payload_len);
+      port::CopyOut(m, lay.payload, MutByteSpan(scratch(), lay.payload_len));
+      p.payload = ByteSpan(scratch(), lay.payload_len);
       counters_.rx_linearized++;
     }
   }
   rc_->OnPacket(p, now);
 }
 
+
+bool Engine::ChainPayloadCut(const rte_mbuf* m, const FrameLayout& lay) {
+  if (lay.payload_len == 0) return false;
+  const uint32_t pay_end = lay.payload + lay.payload_len;
+  uint32_t off = 0;
+  for (const rte_mbuf* s = m; s && off < pay_end; s = s->next) {
+    if (lay.payload >= off && pay_end <= off + s->data_len) return false;  // in this segment
+    off += s->data_len;
+  }
+  return true;
+}
+
+bool Engine::IcrcLinearizePayload(const uint8_t* head, const rte_mbuf* m, const FrameLayout& lay, RocePacket& p) {
+  rc::DeviceCounters& dc = rc_->counters;
+  Icrc c;
+  if (!c.BeginAll(ByteSpan(head + lay.l3, lay.payload - lay.l3))) {
+    dc.rx_errors[static_cast<size_t>(Error::kTruncated)]++;
+    return false;
+  }
+  uint32_t crc = c.Value();
+  const uint32_t pay_end = lay.payload + lay.payload_len;
+  uint32_t off = 0;
+  for (const rte_mbuf* s = m; s && off < lay.icrc; s = s->next) {
+    const uint8_t* d = rte_pktmbuf_mtod(s, const uint8_t*);
+    const uint32_t end = off + s->data_len;
+    uint32_t a = std::max(off, lay.payload), b = std::min(end, pay_end);
+    if (a < b) crc = mem::PlaceInOrderCrc32(scratch() + (a - lay.payload), d + (a - off), b - a, crc);
+    a = std::max(off, pay_end);
+    b = std::min(end, lay.icrc);
+    if (a < b) crc = Icrc::Extend(crc, ByteSpan(d + (a - off), b - a));  // the pad
+    off = end;
+  }
+  if (off < lay.icrc || !ReadPadIcrc(head, m->data_len, m, lay, p)) {
+    dc.rx_errors[static_cast<size_t>(Error::kTruncated)]++;
+    return false;
+  }
+  if (crc != p.icrc) {
+    dc.rx_errors[static_cast<size_t>(Error::kIcrcMismatch)]++;
+    return false;
+  }
+  p.payload = ByteSpan(scratch(), lay.payload_len);
+  counters_.rx_linearized++;
+  return true;
+}
 
 // The ICRC of what precedes the payload, the payload where it lies (in one
 // segment), the pad and the ICRC, for the device to check as it places the

@@ -229,6 +229,11 @@ class Engine : public rc::PacketSink {
   // a tail segment. False (m untouched): fall back to copying.
   bool AttachPayload(rte_mbuf* m, const wire::FrameTemplate& t, const rc::TxPacket& pkt, size_t hlen,
                      bool udp6_offload);
+  // Appends the pieces to m's chain (the last segment's room, then fresh
+  // segments), continuing *crc (an Icrc value) over them as they are copied:
+  // one pass (mem::PlaceInOrderCrc32). False if the pool ran dry (m keeps
+  // what was appended; the caller frees it).
+  bool CopyPayloadCrc(rte_mbuf* m, const wire::Gather* pieces, uint32_t n, uint32_t* crc);
   void RevokeZeroCopy(uint64_t addr, uint64_t len);
   void SendRaw(wire::ByteSpan frame);
   void FlushTx();
@@ -241,6 +246,13 @@ class Engine : public rc::PacketSink {
   bool DeferIcrc(const uint8_t* head, size_t avail, const rte_mbuf* m, const wire::FrameLayout& lay,
                  wire::RocePacket& p);
   bool Linearize(const rte_mbuf* m, wire::ByteSpan* out);  // into scratch_
+  // Whether no one segment of m holds the whole (non-empty) payload.
+  static bool ChainPayloadCut(const rte_mbuf* m, const wire::FrameLayout& lay);
+  // The ICRC checked as the payload is copied together into scratch_ (one
+  // pass, mem::PlaceInOrderCrc32); p.payload, pad and icrc set. False (the
+  // error counted) if the chain is short or the ICRC wrong.
+  bool IcrcLinearizePayload(const uint8_t* head, const rte_mbuf* m, const wire::FrameLayout& lay,
+                            wire::RocePacket& p);
   void Loop();
   void IdleSpin();  // one idle pass's wait: yield the CPU (idle_yield) or pause
 
@@ -251,7 +263,16 @@ class Engine : public rc::PacketSink {
   std::unique_ptr<neighbor::NeighborTable> neighbors_;
   std::unique_ptr<cm::ConnectionManager> cm_;
   std::vector<rte_mbuf*> tx_;
+  // Frames and payloads copied together: kScratch bytes from scratch(), on a
+  // cache line, so that the one-pass copy of a payload into it has no
+  // unaligned head. (A vector, not an aligned unique_ptr: the members after
+  // it keep their lines; 16 bytes fewer made the split 8 B Write 1.03x.)
+  static constexpr size_t kScratch = 16384;
   std::vector<uint8_t> scratch_;
+  uint8_t* scratch() {
+    const auto a = reinterpret_cast<uintptr_t>(scratch_.data());
+    return scratch_.data() + ((64 - (a & 63)) & 63);
+  }
   static constexpr uint32_t kMbufCache = 32;
   rte_mbuf* mcache_[kMbufCache] = {};
   uint32_t mcache_n_ = 0;

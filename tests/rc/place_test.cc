@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "stack/mem/place.h"
@@ -133,6 +135,54 @@ TEST_P(PlaceCrc, BytesAndCrcOfEveryAlignmentAndLength) {
   uint32_t c = 0;
   for (size_t off = 0; off < 16384; off += 4096) c = PlaceInOrderCrc32(dst.data() + off, src.data() + off, 4096, c);
   EXPECT_EQ(c, static_cast<uint32_t>(crc32(0, src.data(), 16384)));
+}
+
+// The short spans (a few bytes, and the head and tail around the one-pass
+// blocks: every head up to 32-byte alignment, every tail under 64 bytes)
+// against zlib for every length up to 160 and 512..640, every destination
+// alignment, sources at several alignments; seeds of all bit patterns.
+TEST_P(PlaceCrc, ShortSpansHeadsAndTailsOfEveryLength) {
+  std::vector<uint8_t> src(800), dst(900), want(900);
+  for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<uint8_t>((i * 40503u) >> 7 ^ i);
+  std::vector<size_t> lens;
+  for (size_t n = 0; n <= 160; n++) lens.push_back(n);
+  for (size_t n = 512; n <= 640; n++) lens.push_back(n);
+  for (size_t da = 0; da < 64; da++) {
+    for (size_t sa : {0u, 1u, 5u, 16u, 33u, 63u}) {
+      for (size_t n : lens) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        want = dst;
+        std::memcpy(want.data() + 64 + da, src.data() + sa, n);
+        const uint32_t seed = static_cast<uint32_t>((n + 1) * 0x9E3779B9u ^ (da << 24) ^ sa);
+        const uint32_t ref = static_cast<uint32_t>(crc32(seed, src.data() + sa, static_cast<uInt>(n)));
+        ASSERT_EQ(PlaceInOrderCrc32(dst.data() + 64 + da, src.data() + sa, n, seed), ref)
+            << "dst alignment " << da << ", src alignment " << sa << ", length " << n;
+        ASSERT_EQ(dst, want) << "dst alignment " << da << ", src alignment " << sa << ", length " << n;
+      }
+    }
+  }
+}
+
+// Nothing past the source span is read: each span ends where an unreadable
+// page begins (a read past it would fault) and starts where a readable one
+// does, for every short length and the one-pass lengths' tails.
+TEST_P(PlaceCrc, ReadsNothingOutsideTheSource) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(m);
+  ASSERT_EQ(mprotect(base, page, PROT_NONE), 0);
+  ASSERT_EQ(mprotect(base + 2 * page, page, PROT_NONE), 0);
+  uint8_t* mid = base + page;  // readable: [mid, mid + page)
+  for (size_t i = 0; i < page; i++) mid[i] = static_cast<uint8_t>(i * 7 + 3);
+  std::vector<uint8_t> dst(page + 64);
+  for (size_t n = 0; n <= 700; n++) {
+    for (const uint8_t* s : {static_cast<const uint8_t*>(mid + page - n), static_cast<const uint8_t*>(mid)}) {
+      const uint32_t ref = static_cast<uint32_t>(crc32(0x12345678u, s, static_cast<uInt>(n)));
+      ASSERT_EQ(PlaceInOrderCrc32(dst.data() + (n % 64), s, n, 0x12345678u), ref) << "length " << n;
+    }
+  }
+  munmap(m, 3 * page);
 }
 
 TEST_P(PlaceCrc, APollerOfTheLastByteSeesEveryByte) {

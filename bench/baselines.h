@@ -35,9 +35,12 @@ namespace roce::bench {
 // stack before EngineOptions::tx_on_post; a same-run baseline for it).
 // zero_copy = false: every payload copied into mbufs, as on a port whose
 // driver DMAs (a NIC) or hands frames to another process (memif, vhost).
+// rx_copy: every received frame copied into 2 KB segments after the
+// headroom, as a NIC's scatter DMA lays it out (PortProfile::rx_copy).
 inline std::unique_ptr<tools::TwoStacks> OpenNative(const std::string& ring, bool tx_on_post = true,
-                                                    bool zero_copy = true) {
+                                                    bool zero_copy = true, bool rx_copy = false) {
   tools::TwoStacksOptions o;
+  o.rx_copy = rx_copy;
   o.ring = ring;
   o.tx_on_post = tx_on_post;
   if (!zero_copy) o.zero_copy_min = 0;

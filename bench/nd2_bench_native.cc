@@ -120,6 +120,18 @@ void NativeWriteCopied(benchmark::State& st) {
   if (m.items > 0 && t->a().eng->counters().tx_zero_copy != 0) st.SkipWithError("a frame went out zero-copy");
 }
 
+// The same Write received as from a NIC (PortProfile::rx_copy: each frame in
+// 2 KB segments after a 128-byte headroom, a 4 KB payload cut twice at
+// offsets no multiple of 64), not in the sender's own chain.
+void NativeWriteNicLayout(benchmark::State& st) {
+  auto t = OpenNative("nd2b_nat_wn", true, false, true);
+  if (!t) return st.SkipWithError("setup failed");
+  const uint64_t lin0 = t->b().eng->counters().rx_linearized;
+  const Measured m = NativeWrite(st, *t, static_cast<uint32_t>(st.range(0)));
+  if (m.items > 0 && t->a().eng->counters().tx_zero_copy != 0) st.SkipWithError("a frame went out zero-copy");
+  if (m.items > 0 && t->b().eng->counters().rx_linearized == lin0) st.SkipWithError("no payload arrived cut");
+}
+
 void NativePingPongFigure(benchmark::State& st) {
   auto t = OpenNative("nd2b_nat_pp");
   if (!t) return st.SkipWithError("setup failed");
@@ -168,6 +180,7 @@ void RegisterBaselines() {
   benchmark::RegisterBenchmark("Base/KernelTcpLoopbackPingPong", TcpBaseline)->UseRealTime();
   benchmark::RegisterBenchmark("Native/Write", NativeWriteFigure)->Arg(8)->Arg(65536)->UseRealTime();
   benchmark::RegisterBenchmark("Native/Write/copied", NativeWriteCopied)->Arg(65536)->UseRealTime();
+  benchmark::RegisterBenchmark("Native/Write/nic_rx", NativeWriteNicLayout)->Arg(65536)->UseRealTime();
   benchmark::RegisterBenchmark("Base/SendPingPongAtPoll", NativePingPongAtPoll)->UseRealTime();
   benchmark::RegisterBenchmark("Native/SendPingPong", NativePingPongFigure)->UseRealTime();
   benchmark::RegisterBenchmark("Base/SparseSend/nap", [](benchmark::State& st) { SparseSend(st, false); })

@@ -35,6 +35,7 @@ struct alignas(64) Port::RxQueue {
   rte_mbuf* pending[kPendingCap];
   uint16_t pend_head = 0, pend_count = 0;
   Counter packets, bytes;
+  Counter rx_copy_nomem;  // rx_copy: frames dropped, the pool empty
 
   uint16_t PopPending(rte_mbuf** out, uint16_t n) {
     uint16_t k = 0;
@@ -342,6 +343,7 @@ absl::Status Port::Configure() {
     const bool cpu_reader = driver_->kind == DriverKind::kRing || d == "net_tap" ||
                             d == "net_af_packet" || d == "net_pcap";
     zero_copy_tx_ = cpu_reader && o.tx_multiseg && max_tx_segs_ >= 4;
+    rx_copy_ = p.rx_copy;
   }
 
   rte_eth_conf conf{};
@@ -503,7 +505,7 @@ void Port::AccountRx(RxQueue& rq, rte_mbuf* const* pkts, uint16_t n) {
 
 uint16_t Port::RxBurst(uint16_t q, rte_mbuf** pkts, uint16_t n) {
   RxQueue& rq = rxq_[q];
-  if (!rq.faults.active() && rq.pend_count == 0) {
+  if (!rq.faults.active() && rq.pend_count == 0 && !rx_copy_) {
     const uint16_t got = rte_eth_rx_burst(port_id_, q, pkts, n);
     if (got) AccountRx(rq, pkts, got);
     return got;
@@ -519,11 +521,30 @@ uint16_t Port::RxSlow(RxQueue& rq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
   // (<= want + 1) fit in pending.
   rte_mbuf* raw[kMaxBurst];
   const uint16_t want = std::min<uint16_t>(static_cast<uint16_t>(n - out), kMaxBurst);
-  const uint16_t got = rte_eth_rx_burst(port_id_, q, raw, want);
+  uint16_t got = rte_eth_rx_burst(port_id_, q, raw, want);
   if (got) AccountRx(rq, raw, got);
   rte_mbuf* faulted[2 * kMaxBurst + 1];
   rte_mbuf** list = raw;
   uint16_t k = got;
+  if (rx_copy_) {
+    // A NIC's layout: each frame copied into fresh mbufs of this pool
+    // (headroom, then up to mbuf_data_room bytes a segment); a zero-copy one
+    // under a read reference (a revoked one is dropped), as below.
+    uint16_t kept = 0;
+    for (uint16_t i = 0; i < got; i++) {
+      rte_mbuf* m = raw[i];
+      const ZcRead r = ZcAcquireFrame(m);
+      rte_mbuf* c = r != ZcRead::kRevoked ? rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX) : nullptr;
+      if (r == ZcRead::kHeld) ZcReleaseFrame(m);
+      rte_pktmbuf_free(m);
+      if (!c) {
+        if (r != ZcRead::kRevoked) rq.rx_copy_nomem.Add(1);
+        continue;
+      }
+      raw[kept++] = c;
+    }
+    k = got = kept;
+  }
   if (rq.faults.active()) {
     // Fault injection copies frames: zero-copy ones are copied into the pool
     // first, under a read reference (a revoked one is dropped).
@@ -788,6 +809,7 @@ PortStats Port::Stats() const {
     s.rx_packets += rq.packets.Get();
     s.rx_bytes += rq.bytes.Get();
     s.rx_faults += rq.faults.counts();
+    s.rx_copy_nomem += rq.rx_copy_nomem.Get();
   }
   for (uint16_t q = 0; q < profile_.tx_queues; q++) {
     const TxQueue& tq = txq_[q];
@@ -846,6 +868,7 @@ void Port::FillTelemetry(TelemetryDict& d) const {
   d.Add("tx_drop_oversize", s.tx_oversize);
   d.Add("tx_drop_nomem", s.tx_nomem);
   d.Add("tx_linearized", s.tx_linearized);
+  d.Add("rx_drop_copy_nomem", s.rx_copy_nomem);
   d.Add("tx_backlog", s.tx_backlog);
   d.Add("rx_drop_nombuf", s.dev_rx_nombuf);
   d.Add("rx_drop_missed", s.dev_imissed);

@@ -63,6 +63,7 @@ struct PortStats {
   uint64_t tx_nomem = 0;        // a chain could not be linearized (pool empty / too long)
   uint64_t tx_linearized = 0;   // chains copied into one mbuf (no multi-seg TX)
   uint64_t tx_backlog = 0;      // gauge: frames waiting in the TX backlogs now
+  uint64_t rx_copy_nomem = 0;   // profile rx_copy: received frames dropped, the pool empty
   FaultCounts rx_faults, tx_faults;
   uint64_t capture_frames = 0;
   // The device's own counters (rte_eth_stats_get): rx_nombuf is the RX
@@ -168,6 +169,7 @@ class Port {
   uint32_t max_frame_len_ = 0;
   uint16_t max_tx_segs_ = UINT16_MAX;
   bool zero_copy_tx_ = false;
+  bool rx_copy_ = false;  // profile rx_copy: RxSlow copies every frame into pool_
   std::unique_ptr<RxQueue[]> rxq_;
   std::unique_ptr<TxQueue[]> txq_;
   std::vector<rte_flow*> flows_;

@@ -210,6 +210,10 @@ const std::vector<KeyDef>& Keys() {
        [](PortProfile& p, const std::string& v) {
          return ParseUint("port.mbuf_cache", v, 0, RTE_MEMPOOL_CACHE_MAX_SIZE, &p.mbuf_cache);
        }},
+      {{"port", "rx_copy",
+        "copy every received frame into the port's pool as a NIC's scatter DMA lays it out, mbuf_data_room "
+        "bytes a segment (default no; for measuring and testing a NIC's receive layout on a ring pair or vdev)"},
+       [](PortProfile& p, const std::string& v) { return ParseBool("port.rx_copy", v, &p.rx_copy); }},
       {{"port", "tx_backlog", "software TX queue for frames the device did not take (default 256; 0: drop them)"},
        [](PortProfile& p, const std::string& v) { return ParseUint("port.tx_backlog", v, 0, 65536, &p.tx_backlog); }},
       {{"port", "ring", "net_ring: name of the ring set both sides of a pair share, <= 12 characters (default roce)"},

@@ -74,6 +74,11 @@ struct PortProfile {
   uint16_t mbuf_data_room = 2048;  // data bytes per mbuf, headroom not included
   uint16_t mbuf_cache = 256;
   uint32_t tx_backlog = 256;       // software TX queue for frames the device refused
+  // Every received frame copied into the port's pool, as a NIC's scatter DMA
+  // lays it out (mbuf_data_room bytes a segment, each after the headroom):
+  // a ring pair or a vdev then gives the stack a NIC's receive layout, for
+  // benchmarks and tests of that path.
+  bool rx_copy = false;
   // net_ring only
   std::string ring = "roce";       // the two sides of a pair name the same ring set
   RingSide ring_side = RingSide::kA;

@@ -530,6 +530,62 @@ TEST_F(EngineRing, CopiedChainsSurviveCorruption) {
   EXPECT_GT(h(1).port->Stats().rx_faults.corrupted, 0u);
 }
 
+// A NIC's receive layout (PortProfile::rx_copy: each received frame copied
+// into 2 KB segments after the headroom, so a 4 KB payload arrives cut at
+// offsets no multiple of 64, the first piece after the headers), from a
+// zero-copy sender (its frames copied under their read references), with 5%
+// of them corrupted after the copy: the transfers land exactly, in both of
+// PlaceInOrderCrc32's codes, every 4 KB payload copied together as its ICRC
+// is checked.
+TEST_F(EngineRing, NicReceiveLayoutCutsEveryLargePayload) {
+  tools::TwoStacksOptions o = Options("eng_nicrx0");
+  o.rx_copy = true;
+  ASSERT_NO_FATAL_FAILURE(Open(o));
+  uint64_t seed = 3;
+  for (Xfer x : {Xfer::kWrite, Xfer::kRead}) {
+    SCOPED_TRACE(XferName(x));
+    engine::Engine& rx = *h(x == Xfer::kRead ? 0 : 1).eng;
+    const uint64_t lin0 = rx.counters().rx_linearized;
+    rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
+    EXPECT_EQ(d.IcrcErrors(), 0u);
+    // Without rx_copy the zero-copy sender's payloads arrive whole in one segment.
+    EXPECT_GE(rx.counters().rx_linearized - lin0, 4u * 64);
+  }
+  EXPECT_GT(h(0).eng->counters().tx_zero_copy, 0u);
+}
+
+TEST_F(EngineRing, NicReceiveLayoutLandsExactlyAndSurvivesCorruption) {
+  port::FaultConfig f;
+  f.seed = 21;
+  f.rx.corrupt = 0.05;
+  tools::TwoStacksOptions o = Options("eng_nicrx");
+  o.rx_copy = true;
+  o.faults_b = f;
+  f.seed = 22;
+  o.faults = f;
+  ASSERT_NO_FATAL_FAILURE(Open(o));
+  uint64_t seed = 9;
+  for (bool one_pass : {true, false}) {
+    mem::SetPlaceCrcOnePass(one_pass);
+    for (Xfer x : {Xfer::kWrite, Xfer::kSend, Xfer::kRead}) {
+      SCOPED_TRACE(std::string(XferName(x)) + (one_pass ? "" : ", two passes"));
+      engine::Engine& rx = *h(x == Xfer::kRead ? 0 : 1).eng;
+      const uint64_t lin0 = rx.counters().rx_linearized;
+      rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
+      EXPECT_GT(d.IcrcErrors(), 0u);
+      EXPECT_GE(rx.counters().rx_linearized - lin0, 4u * 64);  // every 4 KB payload was cut
+    }
+  }
+  mem::SetPlaceCrcOnePass(true);
+  EXPECT_GT(h(0).eng->counters().tx_zero_copy, 0u);
+  EXPECT_GT(h(1).eng->counters().tx_zero_copy, 0u);
+  for (int i = 0; i < 2; i++) {
+    const port::PortStats s = h(i).port->Stats();
+    EXPECT_GT(s.rx_faults.corrupted, 0u);
+    EXPECT_EQ(s.rx_copy_nomem, 0u);
+  }
+}
+
 // The connection manager over the ring: a connects to b's listener with CM
 // MADs on QP 1 (REQ/REP/RTU), a Send crosses the new connection, a
 // disconnects (DREQ/DREP) — once with both engines polled by this thread,

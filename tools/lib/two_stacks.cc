@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<TwoStacks>> TwoStacks::Open(const TwoStacksOption
     wire::MacAddr::FromString(i ? "02:00:00:00:00:02" : "02:00:00:00:00:01", &mac);
     p.mac = mac;
     p.faults = i ? o.faults_b : o.faults;
+    p.rx_copy = o.rx_copy;
     if (i == 0) p.capture = o.capture_a;
     engine::EngineOptions eo;
     eo.rc.tuning = o.tuning;

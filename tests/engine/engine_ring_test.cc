@@ -57,6 +57,11 @@ class EngineRing : public ::testing::Test {
     EXPECT_EQ(h(1).qp->attr().path.eth.dst, h(0).port->mac());
   }
   void TearDown() override { ts_.reset(); }
+  // Writes, Sends and Reads (TransfersLandExactly, seeds from `seed`) in each
+  // of PlaceInOrderCrc32's codes, every 4 KB payload arriving cut by a segment
+  // boundary (copied together as its ICRC is checked); ICRC errors counted
+  // only if the ports corrupt frames.
+  void CutPayloadsLandExactly(uint64_t seed, bool corrupted);
   tools::TwoStacks::Side& h(int i) { return i ? ts_->b() : ts_->a(); }
   // Polls both engines (those not running their own thread) until `n` completions are in `cq` (or ~10 s).
   std::vector<Completion> WaitFor(rc::CompletionQueue& cq, size_t n) { return ts_->Wait(cq, n); }
@@ -455,6 +460,22 @@ TEST_F(EngineRing, MiddlesPlacedInOnePassFromAZeroCopyChain) {
   }
 }
 
+void EngineRing::CutPayloadsLandExactly(uint64_t seed, bool corrupted) {
+  for (bool one_pass : {true, false}) {
+    mem::SetPlaceCrcOnePass(one_pass);
+    for (Xfer x : {Xfer::kWrite, Xfer::kSend, Xfer::kRead}) {
+      SCOPED_TRACE(std::string(XferName(x)) + (one_pass ? "" : ", two passes"));
+      engine::Engine& rx = *h(x == Xfer::kRead ? 0 : 1).eng;
+      const uint64_t lin0 = rx.counters().rx_linearized;
+      rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
+      if (corrupted) EXPECT_GT(d.IcrcErrors(), 0u);
+      else EXPECT_EQ(d.IcrcErrors(), 0u);
+      EXPECT_GE(rx.counters().rx_linearized - lin0, 4u * 64);
+    }
+  }
+  mem::SetPlaceCrcOnePass(true);
+}
+
 // Copied chains, as every port but a ring pair or a CPU-reading vdev sends
 // payloads: the sender copies each payload into the chain as its CRC is
 // folded (Engine::CopyPayloadCrc), the receiver copies a payload that a
@@ -468,19 +489,7 @@ TEST_F(EngineRing, CopiedChainsCarryTheIcrcAnIndependentCrcGives) {
   o.zero_copy_min = 0;
   o.capture_a = path;
   ASSERT_NO_FATAL_FAILURE(Open(o));
-  uint64_t seed = 5;
-  for (bool one_pass : {true, false}) {
-    mem::SetPlaceCrcOnePass(one_pass);
-    for (Xfer x : {Xfer::kWrite, Xfer::kSend, Xfer::kRead}) {
-      SCOPED_TRACE(std::string(XferName(x)) + (one_pass ? "" : ", two passes"));
-      engine::Engine& rx = *h(x == Xfer::kRead ? 0 : 1).eng;
-      const uint64_t lin0 = rx.counters().rx_linearized;
-      rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
-      EXPECT_EQ(d.IcrcErrors(), 0u);
-      EXPECT_GE(rx.counters().rx_linearized - lin0, 4u * 64);  // every 4 KB payload was cut
-    }
-  }
-  mem::SetPlaceCrcOnePass(true);
+  CutPayloadsLandExactly(5, /*corrupted=*/false);
   EXPECT_EQ(h(0).eng->counters().tx_zero_copy + h(1).eng->counters().tx_zero_copy, 0u);
   h(0).port->StopCapture();
   auto frames = pcapio::ReadAll(path);
@@ -564,19 +573,7 @@ TEST_F(EngineRing, NicReceiveLayoutLandsExactlyAndSurvivesCorruption) {
   f.seed = 22;
   o.faults = f;
   ASSERT_NO_FATAL_FAILURE(Open(o));
-  uint64_t seed = 9;
-  for (bool one_pass : {true, false}) {
-    mem::SetPlaceCrcOnePass(one_pass);
-    for (Xfer x : {Xfer::kWrite, Xfer::kSend, Xfer::kRead}) {
-      SCOPED_TRACE(std::string(XferName(x)) + (one_pass ? "" : ", two passes"));
-      engine::Engine& rx = *h(x == Xfer::kRead ? 0 : 1).eng;
-      const uint64_t lin0 = rx.counters().rx_linearized;
-      rc::DeviceCounters d = TransfersLandExactly(*ts_, seed++, x);
-      EXPECT_GT(d.IcrcErrors(), 0u);
-      EXPECT_GE(rx.counters().rx_linearized - lin0, 4u * 64);  // every 4 KB payload was cut
-    }
-  }
-  mem::SetPlaceCrcOnePass(true);
+  CutPayloadsLandExactly(9, /*corrupted=*/true);
   EXPECT_GT(h(0).eng->counters().tx_zero_copy, 0u);
   EXPECT_GT(h(1).eng->counters().tx_zero_copy, 0u);
   for (int i = 0; i < 2; i++) {

@@ -387,7 +387,7 @@ bool Engine::TransmitWith(const rc::TxPacket& pkt, const FrameTemplate& tr) {
     // the chain as its CRC is folded (one pass over it), the ICRC last. The
     // headers move back so that the payload starts on a cache line: the
     // one-pass copy then has no unaligned head (nor, with whole segments, a
-    // tail) to hand to ISA-L (~10 ns a call), here or at a receiver of the chain.
+    // tail) to fold apart from its blocks, here or at a receiver of the chain.
     const uint16_t back = static_cast<uint16_t>((reinterpret_cast<uintptr_t>(h) + hlen) & 63);
     if (back <= m->data_off) {
       m->data_off = static_cast<uint16_t>(m->data_off - back);
@@ -613,14 +613,9 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
     } else if (pay_seg) {
       p.payload = ByteSpan(rte_pktmbuf_mtod(pay_seg, const uint8_t*) + (lay.payload - pay_seg_off),
                            lay.payload_len);
-    } else {
-      if (lay.payload_len > kScratch) {
-        counters_.rx_too_long++;
-        return;
-      }
-      port::CopyOut(m, lay.payload, MutByteSpan(scratch(), lay.payload_len));
-      p.payload = ByteSpan(scratch(), lay.payload_len);
-      counters_.rx_linearized++;
+    } else {  // cut, and longer than scratch_ (a shorter cut payload took IcrcLinearizePayload)
+      counters_.rx_too_long++;
+      return;
     }
   }
   rc_->OnPacket(p, now);

@@ -542,10 +542,8 @@ TEST_F(EngineRing, CopiedChainsSurviveCorruption) {
 // A NIC's receive layout (PortProfile::rx_copy: each received frame copied
 // into 2 KB segments after the headroom, so a 4 KB payload arrives cut at
 // offsets no multiple of 64, the first piece after the headers), from a
-// zero-copy sender (its frames copied under their read references), with 5%
-// of them corrupted after the copy: the transfers land exactly, in both of
-// PlaceInOrderCrc32's codes, every 4 KB payload copied together as its ICRC
-// is checked.
+// zero-copy sender (its frames copied under their read references): every
+// 4 KB payload arrives cut and is copied together as its ICRC is checked.
 TEST_F(EngineRing, NicReceiveLayoutCutsEveryLargePayload) {
   tools::TwoStacksOptions o = Options("eng_nicrx0");
   o.rx_copy = true;
@@ -563,6 +561,8 @@ TEST_F(EngineRing, NicReceiveLayoutCutsEveryLargePayload) {
   EXPECT_GT(h(0).eng->counters().tx_zero_copy, 0u);
 }
 
+// The same layout with 5% of the received frames corrupted after the copy, on
+// both sides: the transfers land exactly, in both of PlaceInOrderCrc32's codes.
 TEST_F(EngineRing, NicReceiveLayoutLandsExactlyAndSurvivesCorruption) {
   port::FaultConfig f;
   f.seed = 21;

@@ -68,6 +68,51 @@ void FastMutex::LockSlow() {
   }
 }
 
+bool FastMutex::Revoke(bool wait) {
+  // The owner stores its token in in_ before it looks at the word, which
+  // this thread holds: after the barrier either the owner's look sees the
+  // word held (it withdraws and waits for the word) or its token shows here.
+  const bool fenced = port::AsymmetricFence();
+  if (!wait && in_.load(std::memory_order_acquire) != 0) return false;
+  owner_.store(0, std::memory_order_relaxed);  // later Locks of the owner take the word
+  // Without a barrier (no membarrier command worked, after one did at
+  // start-up: not expected) a token still in the owner's store buffer is
+  // not seen: the owner's absence must then hold for a millisecond.
+  const uint64_t quiet_ns = fenced ? 0 : 1'000'000;
+  uint64_t nap_ns = 10'000;
+  for (int i = 0;; i++) {
+    if (in_.load(std::memory_order_acquire) == 0) {
+      if (quiet_ns == 0) break;
+      timespec t0{}, t1{};
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      bool quiet = true;
+      do {
+        if (in_.load(std::memory_order_acquire) != 0) quiet = false;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+      } while (quiet && static_cast<uint64_t>((t1.tv_sec - t0.tv_sec) * 1'000'000'000ll + (t1.tv_nsec - t0.tv_nsec)) <
+                            quiet_ns);
+      if (quiet) break;
+      continue;
+    }
+    // The owner is inside: a post or a pass, microseconds, unless it was
+    // preempted there. Spin, then nap.
+    if (i < kSpins) {
+      rte_pause();
+    } else {
+      const timespec nap{0, static_cast<long>(nap_ns)};
+      nanosleep(&nap, nullptr);
+      if (nap_ns < 1'000'000) nap_ns *= 2;
+    }
+  }
+  revocations_.fetch_add(1, std::memory_order_relaxed);
+  // Each revocation doubles the run a thread needs for the next bias: a
+  // membarrier (an IPI to each running thread) per 1024 locks at worst,
+  // then ever fewer.
+  if (bias_after_ < (1u << 20)) bias_after_ *= 2;
+  run_ = 0;
+  return true;
+}
+
 void FastMutex::Wake() {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }

@@ -104,6 +104,120 @@ TEST(EngineMutex, TryLockAndHeld) {
   EXPECT_TRUE(other);
 }
 
+// Biased locking (engine_mutex.h "Biased"): a thread that took the lock
+// kBiasAfter times in a row is granted a bias, and then excludes another
+// thread without a locked instruction; the other's Lock waits for it (napping,
+// not spinning) and revokes the bias; its TryLock gives up and leaves it.
+TEST(EngineMutex, BiasIsGrantedExcludesAndIsRevoked) {
+  if (!AsymmetricUnlock())
+    ROCE_SKIP_ALLOWED("no bias here (no membarrier PRIVATE_EXPEDITED, or SOFT_RNIC_ASYM_FENCES=0)");
+  FastMutex mu;
+  for (uint32_t i = 0; i + 1 < FastMutex::kBiasAfter; i++) {
+    mu.Lock();
+    mu.Unlock();
+  }
+  EXPECT_FALSE(mu.BiasedToMe());  // one short of the run
+  mu.Lock();
+  mu.Unlock();
+  ASSERT_TRUE(mu.BiasedToMe());
+  EXPECT_FALSE(mu.Held());
+
+  mu.Lock();  // on the owner's path
+  EXPECT_TRUE(mu.Held());
+  bool tried = true;
+  std::thread([&] { tried = mu.TryLock(); }).join();
+  EXPECT_FALSE(tried);  // the owner is inside: TryLock gives up
+  EXPECT_TRUE(mu.BiasedToMe());
+  EXPECT_EQ(mu.revocations(), 0u);
+
+  std::atomic<bool> acquired{false}, released{false};
+  bool saw_release = false;
+  uint64_t waiter_cpu_ns = 0;
+  std::thread waiter([&] {
+    const uint64_t c0 = ThreadCpuNs();
+    mu.Lock();
+    waiter_cpu_ns = ThreadCpuNs() - c0;
+    saw_release = released.load();
+    acquired = true;
+    mu.Unlock();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(acquired);  // not while the owner holds it
+  released = true;
+  mu.Unlock();
+  waiter.join();
+  EXPECT_TRUE(acquired);
+  EXPECT_TRUE(saw_release);
+  EXPECT_LT(waiter_cpu_ns, 50'000'000u);  // napped through most of the 200 ms
+  EXPECT_FALSE(mu.BiasedToMe());          // revoked
+  EXPECT_EQ(mu.revocations(), 1u);
+  EXPECT_FALSE(mu.Held());
+
+  // The next bias needs a run twice as long.
+  for (uint32_t i = 0; i < FastMutex::kBiasAfter; i++) {
+    mu.Lock();
+    mu.Unlock();
+  }
+  EXPECT_FALSE(mu.BiasedToMe());
+  for (uint32_t i = 0; i < FastMutex::kBiasAfter; i++) {
+    mu.Lock();
+    mu.Unlock();
+  }
+  EXPECT_TRUE(mu.BiasedToMe());
+  std::thread([&] {
+    tried = mu.TryLock();  // the owner is out: takes it, revoking the bias
+    if (tried) mu.Unlock();
+  }).join();
+  EXPECT_TRUE(tried);
+  EXPECT_FALSE(mu.BiasedToMe());
+  EXPECT_EQ(mu.revocations(), 2u);
+}
+
+// One thread takes the lock in long runs (and so is biased again and again),
+// two others now and then: no two ever inside at once, no update lost, and
+// the bias was granted and revoked along the way.
+TEST(EngineMutex, BiasedOwnerAndOthersExclude) {
+  if (!AsymmetricUnlock())
+    ROCE_SKIP_ALLOWED("no bias here (no membarrier PRIVATE_EXPEDITED, or SOFT_RNIC_ASYM_FENCES=0)");
+  FastMutex mu;
+  volatile uint64_t counter = 0;
+  std::atomic<int> inside{0}, overlaps{0};
+  std::atomic<bool> owner_done{false};
+  auto critical = [&] {
+    if (inside.fetch_add(1, std::memory_order_relaxed) != 0) overlaps.fetch_add(1);
+    const uint64_t v = counter;
+    for (volatile int k = 0; k < 40; k++) {
+    }
+    counter = v + 1;
+    inside.fetch_sub(1, std::memory_order_relaxed);
+  };
+  constexpr int kOwner = 300'000, kOther = 300;
+  std::thread owner([&] {
+    for (int i = 0; i < kOwner; i++) {
+      FastLock l(&mu);
+      critical();
+    }
+    owner_done = true;
+  });
+  std::vector<std::thread> others;
+  for (int t = 0; t < 2; t++)
+    others.emplace_back([&] {
+      for (int i = 0; i < kOther; i++) {
+        {
+          FastLock l(&mu);
+          critical();
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(owner_done ? 1 : 100));
+      }
+    });
+  owner.join();
+  for (auto& t : others) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(counter, uint64_t{kOwner} + 2 * kOther);
+  EXPECT_GE(mu.revocations(), 2u);  // the owner's path ran, and was taken back
+  EXPECT_FALSE(mu.Held());
+}
+
 // A Lock that finds the mutex held for long sleeps (futex) and is woken by
 // the Unlock: it gets the lock only after the holder let go, and spends
 // little CPU time waiting (a spinning waiter would spend the whole wait).

@@ -40,6 +40,20 @@ void PlaceInOrder(void* dst, const void* src, size_t len);
 // of the vector registers clean (VZEROUPPER).
 uint32_t PlaceInOrderCrc32(void* dst, const void* src, size_t len, uint32_t crc);
 inline constexpr size_t kPlaceCrcOnePassMin = 512;
+// PlaceInOrderCrc32 of pieces placed one after another from dst (a payload
+// a NIC's receive segments cut, gathered into one buffer): the same bytes,
+// the same order, the CRC of them all. With the one-pass code, a dst aligned
+// to 32 bytes and kPlaceCrcOnePassMin bytes or more in up to
+// kPlaceGatherMax non-empty pieces, the fold runs through the pieces as one
+// stream (a 64-byte block that straddles two is assembled first) with one
+// tail and one reduction in all, instead of a head, a tail and a reduction
+// per piece; otherwise PlaceInOrderCrc32 piece by piece.
+struct Piece {
+  const void* p;
+  size_t len;
+};
+inline constexpr size_t kPlaceGatherMax = 16;
+uint32_t PlaceGatherCrc32(void* dst, const Piece* pieces, size_t n, uint32_t crc);
 // Whether PlaceInOrderCrc32 takes one pass on this CPU. For tests: force the
 // two-pass code (false) or back to what the CPU can do (true); returns the
 // previous setting. Not thread-safe; the data path never calls it.

@@ -4,6 +4,7 @@
 // another core sees the last byte of a placement, it sees all the others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -183,6 +184,71 @@ TEST_P(PlaceCrc, ReadsNothingOutsideTheSource) {
     }
   }
   munmap(m, 3 * page);
+}
+
+// Pieces placed one after another (a payload a NIC's segments cut):
+// PlaceGatherCrc32 against zlib over their concatenation and the bytes
+// placed, for random cuts — pieces of one byte, under a block, empty ones,
+// many — at random source alignments, a 32-byte aligned destination (the
+// one-stream fold) and misaligned ones (piece by piece); nothing outside the
+// destination touched, nothing read past a piece (each ends where an
+// unreadable page begins).
+TEST_P(PlaceCrc, GatheredPiecesAsOneStream) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  constexpr size_t kPages = 4;  // pieces of up to 4 pages, each ending at an unreadable page
+  void* m = mmap(nullptr, (kPages + 2) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(m);
+  uint8_t* end = base + (kPages + 1) * page;  // [end, end + page) unreadable
+  ASSERT_EQ(mprotect(end, page, PROT_NONE), 0);
+  for (uint8_t* q = base; q < end; q++) *q = static_cast<uint8_t>((q - base) * 2654435761u >> 11);
+  std::vector<uint8_t> dst(kPages * page + 300), want(dst.size());
+  uint8_t* const d0 = dst.data() + ((64 - reinterpret_cast<uintptr_t>(dst.data()) % 64) % 64) + 64;
+  uint32_t rng = 12345;
+  auto next = [&](uint32_t lim) {
+    rng = rng * 1103515245u + 12345u;
+    return (rng >> 8) % lim;
+  };
+  const size_t totals[] = {0, 40, 300, 511, 512, 513, 575, 640, 1000, 2047, 4096, 4100, 4159, 8192, 9000, 16000};
+  int streamed = 0;
+  for (size_t total : totals) {
+    for (int trial = 0; trial < 60; trial++) {
+      // Cut points: 0..7 of them, some at the same place (empty pieces), some a byte apart.
+      std::vector<size_t> cuts = {0, total};
+      const uint32_t ncut = next(8);
+      for (uint32_t c = 0; c < ncut; c++) {
+        size_t at = total ? next(static_cast<uint32_t>(total + 1)) : 0;
+        if (c % 3 == 2 && !cuts.empty()) at = std::min(total, cuts.back() + next(3));
+        cuts.push_back(at);
+      }
+      std::sort(cuts.begin(), cuts.end());
+      std::vector<Piece> pieces;
+      std::vector<uint8_t> cat;
+      for (size_t c = 0; c + 1 < cuts.size(); c++) {
+        const size_t len = cuts[c + 1] - cuts[c];
+        // At the end of the readable pages, or at a random alignment well inside.
+        const uint8_t* src = (trial % 2 || len == 0) ? end - len : base + next(64) + next(static_cast<uint32_t>(page));
+        pieces.push_back({src, len});
+        cat.insert(cat.end(), src, src + len);
+      }
+      for (size_t da : {0u, 32u, 5u}) {
+        if (trial % 3 && da) continue;  // the aligned destination mostly
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        want = dst;
+        uint8_t* d = d0 + da;
+        std::copy(cat.begin(), cat.end(), want.begin() + (d - dst.data()));
+        const uint32_t seed = static_cast<uint32_t>(total * 0x9E3779B9u + trial * 77 + da);
+        // (zlib's crc32 of a null buffer is its initial value, not the seed)
+        const uint32_t ref = cat.empty() ? seed : static_cast<uint32_t>(crc32(seed, cat.data(), static_cast<uInt>(cat.size())));
+        ASSERT_EQ(PlaceGatherCrc32(d, pieces.data(), pieces.size(), seed), ref)
+            << "total " << total << ", " << pieces.size() << " pieces, trial " << trial << ", dst +" << da;
+        ASSERT_EQ(dst, want) << "total " << total << ", " << pieces.size() << " pieces, trial " << trial;
+        streamed += da == 0 && total >= kPlaceCrcOnePassMin;
+      }
+    }
+  }
+  EXPECT_GT(streamed, 300);
+  munmap(m, (kPages + 2) * page);
 }
 
 TEST_P(PlaceCrc, APollerOfTheLastByteSeesEveryByte) {

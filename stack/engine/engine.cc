@@ -643,22 +643,24 @@ bool Engine::IcrcLinearizePayload(const uint8_t* head, const rte_mbuf* m, const 
   uint32_t crc = c.Value();
   const uint32_t pay_end = lay.payload + lay.payload_len;
   // The payload's pieces, gathered into scratch as one CRC stream
-  // (mem::PlaceGatherCrc32: one tail and one reduction, not one per piece),
-  // then the pad (at most 3 bytes: at most 3 segments).
+  // (mem::PlaceGatherCrc32: one tail and one reduction, not one per piece;
+  // a chain of more segments than it takes at once, in batches), then the
+  // pad (at most 3 bytes: at most 3 segments).
   mem::Piece pieces[mem::kPlaceGatherMax];
   ByteSpan pad[3];
-  size_t np = 0, npad = 0;
-  bool gathered = true;
+  size_t np = 0, npad = 0, placed = 0;
+  auto flush = [&] {
+    crc = mem::PlaceGatherCrc32(scratch() + placed, pieces, np, crc);
+    for (size_t i = 0; i < np; i++) placed += pieces[i].len;
+    np = 0;
+  };
   uint32_t off = 0;
   for (const rte_mbuf* s = m; s && off < lay.icrc; s = s->next) {
     const uint8_t* d = rte_pktmbuf_mtod(s, const uint8_t*);
     const uint32_t end = off + s->data_len;
     uint32_t a = std::max(off, lay.payload), b = std::min(end, pay_end);
     if (a < b) {
-      if (np == mem::kPlaceGatherMax) {
-        gathered = false;  // more segments than that: piece by piece below
-        break;
-      }
+      if (np == mem::kPlaceGatherMax) flush();
       pieces[np++] = {d + (a - off), b - a};
     }
     a = std::max(off, pay_end);
@@ -666,22 +668,8 @@ bool Engine::IcrcLinearizePayload(const uint8_t* head, const rte_mbuf* m, const 
     if (a < b && npad < 3) pad[npad++] = ByteSpan(d + (a - off), b - a);
     off = end;
   }
-  if (gathered) {
-    crc = mem::PlaceGatherCrc32(scratch(), pieces, np, crc);
-    for (size_t i = 0; i < npad; i++) crc = Icrc::Extend(crc, pad[i]);
-  } else {
-    off = 0;
-    for (const rte_mbuf* s = m; s && off < lay.icrc; s = s->next) {
-      const uint8_t* d = rte_pktmbuf_mtod(s, const uint8_t*);
-      const uint32_t end = off + s->data_len;
-      uint32_t a = std::max(off, lay.payload), b = std::min(end, pay_end);
-      if (a < b) crc = mem::PlaceInOrderCrc32(scratch() + (a - lay.payload), d + (a - off), b - a, crc);
-      a = std::max(off, pay_end);
-      b = std::min(end, lay.icrc);
-      if (a < b) crc = Icrc::Extend(crc, ByteSpan(d + (a - off), b - a));  // the pad
-      off = end;
-    }
-  }
+  if (np) flush();
+  for (size_t i = 0; i < npad; i++) crc = Icrc::Extend(crc, pad[i]);
   if (off < lay.icrc || !ReadPadIcrc(head, m->data_len, m, lay, p)) {
     dc.rx_errors[static_cast<size_t>(Error::kTruncated)]++;
     return false;

@@ -561,6 +561,27 @@ TEST_F(EngineRing, NicReceiveLayoutCutsEveryLargePayload) {
   EXPECT_GT(h(0).eng->counters().tx_zero_copy, 0u);
 }
 
+// Segments of 192 bytes: a 4 KB payload in 22 of them, more than
+// mem::PlaceGatherCrc32 takes at once (kPlaceGatherMax), so the receiver
+// gathers it in batches; with the frames corrupted now and then, in both
+// of PlaceInOrderCrc32's codes.
+TEST_F(EngineRing, NicReceiveLayoutOfManySmallSegments) {
+  port::FaultConfig f;
+  f.seed = 31;
+  f.rx.corrupt = 0.03;
+  tools::TwoStacksOptions o = Options("eng_nicrx1");
+  o.rx_copy = true;
+  o.mbuf_data_room = 192;
+  o.mbufs = 65535;
+  o.faults_b = f;
+  f.seed = 32;
+  o.faults = f;
+  ASSERT_NO_FATAL_FAILURE(Open(o));
+  ASSERT_GT(4096 / 192, static_cast<int>(mem::kPlaceGatherMax));
+  CutPayloadsLandExactly(13, /*corrupted=*/true);
+  for (int i = 0; i < 2; i++) EXPECT_EQ(h(i).port->Stats().rx_copy_nomem, 0u);
+}
+
 // The same layout with 5% of the received frames corrupted after the copy, on
 // both sides: the transfers land exactly, in both of PlaceInOrderCrc32's codes.
 TEST_F(EngineRing, NicReceiveLayoutLandsExactlyAndSurvivesCorruption) {

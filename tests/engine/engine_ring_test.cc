@@ -48,6 +48,20 @@ class EngineRing : public ::testing::Test {
     o.caps.max_send_sge = 4;
     return o;
   }
+  // A NIC's receive layout on both ports (rx_copy), with a `corrupt` share of
+  // the frames each side receives corrupted after the copy (fault seeds
+  // `seed` for b, `seed` + 1 for a).
+  static tools::TwoStacksOptions CorruptedNicLayout(const std::string& ring, double corrupt, uint64_t seed) {
+    tools::TwoStacksOptions o = Options(ring);
+    o.rx_copy = true;
+    port::FaultConfig f;
+    f.rx.corrupt = corrupt;
+    f.seed = seed;
+    o.faults_b = f;
+    f.seed = seed + 1;
+    o.faults = f;
+    return o;
+  }
   void Open(const tools::TwoStacksOptions& o) {
     auto t = tools::TwoStacks::Open(o);
     ASSERT_TRUE(t.ok()) << t.status();
@@ -566,16 +580,9 @@ TEST_F(EngineRing, NicReceiveLayoutCutsEveryLargePayload) {
 // gathers it in batches; with the frames corrupted now and then, in both
 // of PlaceInOrderCrc32's codes.
 TEST_F(EngineRing, NicReceiveLayoutOfManySmallSegments) {
-  port::FaultConfig f;
-  f.seed = 31;
-  f.rx.corrupt = 0.03;
-  tools::TwoStacksOptions o = Options("eng_nicrx1");
-  o.rx_copy = true;
+  tools::TwoStacksOptions o = CorruptedNicLayout("eng_nicrx1", 0.03, 31);
   o.mbuf_data_room = 192;
   o.mbufs = 65535;
-  o.faults_b = f;
-  f.seed = 32;
-  o.faults = f;
   ASSERT_NO_FATAL_FAILURE(Open(o));
   ASSERT_GT(4096 / 192, static_cast<int>(mem::kPlaceGatherMax));
   CutPayloadsLandExactly(13, /*corrupted=*/true);
@@ -585,15 +592,7 @@ TEST_F(EngineRing, NicReceiveLayoutOfManySmallSegments) {
 // The same layout with 5% of the received frames corrupted after the copy, on
 // both sides: the transfers land exactly, in both of PlaceInOrderCrc32's codes.
 TEST_F(EngineRing, NicReceiveLayoutLandsExactlyAndSurvivesCorruption) {
-  port::FaultConfig f;
-  f.seed = 21;
-  f.rx.corrupt = 0.05;
-  tools::TwoStacksOptions o = Options("eng_nicrx");
-  o.rx_copy = true;
-  o.faults_b = f;
-  f.seed = 22;
-  o.faults = f;
-  ASSERT_NO_FATAL_FAILURE(Open(o));
+  ASSERT_NO_FATAL_FAILURE(Open(CorruptedNicLayout("eng_nicrx", 0.05, 21)));
   CutPayloadsLandExactly(9, /*corrupted=*/true);
   EXPECT_GT(h(0).eng->counters().tx_zero_copy, 0u);
   EXPECT_GT(h(1).eng->counters().tx_zero_copy, 0u);

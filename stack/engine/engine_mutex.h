@@ -80,19 +80,7 @@ class ABSL_LOCKABLE FastMutex {
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
     const uintptr_t me = Self();
-    if (ABSL_PREDICT_TRUE(owner_.load(std::memory_order_relaxed) == me)) {
-      // The biased owner: announce, then look at the word (Dekker against
-      // Revoke, whose side is the membarrier; see "Biased" above).
-      in_.store(me, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      // Free, and still ours: the first look at owner_ may predate a
-      // revocation whose word was let go since (a load of the word that
-      // sees that release sees the revocation after it).
-      if (ABSL_PREDICT_TRUE(s_.load(std::memory_order_acquire) == kFree &&
-                            owner_.load(std::memory_order_relaxed) == me))
-        return;
-      in_.store(0, std::memory_order_release);  // another thread holds the word, or took the bias back
-    }
+    if (ABSL_PREDICT_TRUE(owner_.load(std::memory_order_relaxed) == me) && EnterBiased(me)) return;
     uint32_t c = kFree;
     if (ABSL_PREDICT_FALSE(!s_.compare_exchange_strong(c, kHeld, std::memory_order_acquire,
                                                        std::memory_order_relaxed)))
@@ -102,10 +90,7 @@ class ABSL_LOCKABLE FastMutex {
   bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
     const uintptr_t me = Self();
     if (owner_.load(std::memory_order_relaxed) == me) {
-      in_.store(me, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      if (s_.load(std::memory_order_acquire) == kFree && owner_.load(std::memory_order_relaxed) == me) return true;
-      in_.store(0, std::memory_order_release);
+      if (EnterBiased(me)) return true;
       if (s_.load(std::memory_order_relaxed) != kFree) return false;
     }
     uint32_t c = kFree;
@@ -142,6 +127,22 @@ class ABSL_LOCKABLE FastMutex {
   static constexpr uint32_t kFree = 0, kHeld = 1, kContended = 2;
   // A token of the calling thread: its thread pointer (never 0).
   static uintptr_t Self() { return reinterpret_cast<uintptr_t>(__builtin_thread_pointer()); }
+  // The biased owner's way in (Lock and TryLock): announce, then look at the
+  // word (Dekker against Revoke, whose side is the membarrier; see "Biased"
+  // above). True: inside. The word must be free and the bias still ours: the
+  // caller's look at owner_ may predate a revocation whose word was let go
+  // since (a load of the word that sees that release sees the revocation
+  // after it). False: withdrawn (another thread holds the word, or took the
+  // bias back).
+  [[gnu::always_inline]] bool EnterBiased(uintptr_t me) {
+    in_.store(me, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (ABSL_PREDICT_TRUE(s_.load(std::memory_order_acquire) == kFree &&
+                          owner_.load(std::memory_order_relaxed) == me))
+      return true;
+    in_.store(0, std::memory_order_release);
+    return false;
+  }
   void UnlockWord() {
     if (ABSL_PREDICT_TRUE(asym_)) {
       s_.store(kFree, std::memory_order_release);

@@ -13,6 +13,17 @@
 
 namespace roce::mem {
 
+namespace {
+// PlaceGatherCrc32 where the pieces do not take the one-stream fold.
+uint32_t GatherPieceByPiece(uint8_t* d, const Piece* pieces, size_t n, uint32_t crc) {
+  for (size_t i = 0; i < n; i++) {
+    crc = PlaceInOrderCrc32(d, pieces[i].p, pieces[i].len, crc);
+    d += pieces[i].len;
+  }
+  return crc;
+}
+}  // namespace
+
 #if defined(__x86_64__)
 
 namespace {
@@ -442,11 +453,7 @@ uint32_t PlaceGatherCrc32(void* dst, const Piece* pieces, size_t n, uint32_t crc
     ZeroUpper();
     return crc;
   }
-  for (size_t i = 0; i < n; i++) {
-    crc = PlaceInOrderCrc32(d, pieces[i].p, pieces[i].len, crc);
-    d += pieces[i].len;
-  }
-  return crc;
+  return GatherPieceByPiece(d, pieces, n, crc);
 }
 
 bool PlaceCrcOnePass() { return g_one_pass; }
@@ -470,12 +477,7 @@ uint32_t PlaceInOrderCrc32(void* dst, const void* src, size_t len, uint32_t crc)
   return crc;
 }
 uint32_t PlaceGatherCrc32(void* dst, const Piece* pieces, size_t n, uint32_t crc) {
-  auto* d = static_cast<uint8_t*>(dst);
-  for (size_t i = 0; i < n; i++) {
-    crc = PlaceInOrderCrc32(d, pieces[i].p, pieces[i].len, crc);
-    d += pieces[i].len;
-  }
-  return crc;
+  return GatherPieceByPiece(static_cast<uint8_t*>(dst), pieces, n, crc);
 }
 bool PlaceCrcOnePass() { return false; }
 bool SetPlaceCrcOnePass(bool) { return false; }

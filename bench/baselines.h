@@ -27,6 +27,7 @@
 #include "stack/mem/memory_table.h"
 #include "stack/port/dpdk.h"
 #include "stack/port/mbuf.h"
+#include "stack/wire/icrc.h"
 #include "tools/lib/two_stacks.h"
 
 namespace roce::bench {
@@ -190,7 +191,47 @@ inline Measured SparseSendToDedicated(benchmark::State& st, tools::TwoStacks& t,
 // Raw rte_eth_tx_burst / rx_burst of 64 B frames, burst 32 (the engine's),
 // over a ring pair: a -> b in this thread, or (cross_core) transmitted by this
 // thread and received by another one — the packet rate the ring allows.
-inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, bool cross_core) {
+// `frame` (optional, `frame_len` bytes from its Ethernet header, its ICRC in
+// the last 4): the floor of any RoCE software stack's frame rate instead of the
+// raw ring's. The sender copies the frame into each mbuf and computes its ICRC
+// into it (`wire::ComputeIcrc` over bytes [14, frame_len - 4)), the receiver
+// computes it again and compares; what neither side can skip, and nothing of a
+// protocol (no queue pair, no ACK, no completion). Frames received with a
+// wrong ICRC are counted in *bad.
+inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, bool cross_core,
+                            const uint8_t* frame = nullptr, uint16_t frame_len = 0, uint64_t* bad = nullptr);
+
+namespace internal {
+inline void WriteFrames(rte_mbuf* const* m, uint16_t n, const uint8_t* frame, uint16_t len) {
+  for (uint16_t i = 0; i < n; i++) {
+    // The ICRC of the frame from its source, long in the cache (not from the
+    // bytes just stored, which the fold's loads would wait for): the floor.
+    // DoNotOptimize: computed for every frame, as a stack must (its PSNs
+    // differ), not once for all.
+    const uint8_t* src = frame;
+    benchmark::DoNotOptimize(src);
+    const uint32_t c = wire::ComputeIcrc(wire::ByteSpan(src + 14, len - 14u - 4u));
+    uint8_t* d = rte_pktmbuf_mtod(m[i], uint8_t*);
+    std::memcpy(d, src, len - 4u);
+    std::memcpy(d + len - 4, &c, 4);  // little-endian on the wire, as WriteFrame stores it
+  }
+}
+inline uint64_t CheckFrames(rte_mbuf* const* m, uint16_t n, uint16_t len) {
+  uint64_t bad = 0;
+  for (uint16_t i = 0; i < n; i++) {
+    const uint8_t* d = rte_pktmbuf_mtod(m[i], const uint8_t*);
+    uint32_t c;
+    std::memcpy(&c, d + len - 4, 4);
+    bad += m[i]->data_len != len || wire::ComputeIcrc(wire::ByteSpan(d + 14, len - 14u - 4u)) != c;
+  }
+  return bad;
+}
+}  // namespace internal
+
+inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, bool cross_core,
+                            const uint8_t* frame, uint16_t frame_len, uint64_t* bad) {
+  const uint16_t len = frame ? frame_len : 64;
+  std::atomic<uint64_t> rx_bad{0};
   constexpr uint16_t kBurst = 32;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> received{0};
@@ -202,6 +243,7 @@ inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, 
       while (!stop.load(std::memory_order_relaxed)) {
         const uint16_t k = rte_eth_rx_burst(b.id(), 0, rx, kBurst);
         if (k) {
+          if (frame) rx_bad.fetch_add(internal::CheckFrames(rx, k, len), std::memory_order_relaxed);
           rte_pktmbuf_free_bulk(rx, k);
           got += k;
           received.store(got, std::memory_order_relaxed);
@@ -221,7 +263,8 @@ inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, 
       }
       continue;  // the receiver is behind: it frees some (items count what it received)
     }
-    for (rte_mbuf* m : tx) rte_pktmbuf_append(m, 64);
+    for (rte_mbuf* m : tx) rte_pktmbuf_append(m, len);
+    if (frame) internal::WriteFrames(tx, kBurst, frame, len);
     uint16_t n = 0;
     while (n < kBurst) {
       n += rte_eth_tx_burst(a.id(), 0, tx + n, kBurst - n);
@@ -233,6 +276,7 @@ inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, 
       uint16_t got = 0;
       while (got < n) {
         const uint16_t k = rte_eth_rx_burst(b.id(), 0, rx, kBurst);
+        if (k && frame) rx_bad.fetch_add(internal::CheckFrames(rx, k, len), std::memory_order_relaxed);
         if (k) rte_pktmbuf_free_bulk(rx, k);
         got += k;
       }
@@ -246,9 +290,11 @@ inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, 
     // Frames still in the ring when timing stopped were not received.
     rte_mbuf* m[kBurst];
     while (uint16_t k = rte_eth_rx_burst(b.id(), 0, m, kBurst)) rte_pktmbuf_free_bulk(m, k);
+    if (bad) *bad = rx_bad.load();
     st.SetItemsProcessed(static_cast<int64_t>(received_in_time));
     return {secs, static_cast<double>(received_in_time)};
   }
+  if (bad) *bad = rx_bad.load();
   st.SetItemsProcessed(static_cast<int64_t>(sent));
   return {secs, static_cast<double>(sent)};
 }

@@ -233,6 +233,7 @@ void Nd2Rdma(benchmark::State& st, Mode mode, bool read) {
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * size);
   if (size <= 64) {
     Figures::Ratio(st, "x_ring", m.rate(), mode == Mode::kInline ? "ring_single" : "ring_cross");
+    if (!read) Figures::Ratio(st, "x_frames", m.rate(), mode == Mode::kInline ? "frames_single" : "frames_cross");
     if (mode == Mode::kInline) {
       const double native = Figures::Median("native_write_small");
       if (native > 0 && m.rate() > 0) st.counters["x_native"] = native / m.rate();

@@ -29,6 +29,25 @@ void RingRaw(benchmark::State& st, bool cross) {
   Figures::Record(cross ? "ring_cross" : "ring_single", m.rate(), st);
 }
 
+std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload);
+
+// The frame floor (RingPairRaw with a frame): the 8 B RDMA Write's own frame
+// (82 bytes, the ND2 figures' frame), written and ICRC'd by the sender,
+// checked by the receiver, nothing else. The ND2 8 B Write figures divide by
+// it too (x_frames): how far they are from what any RoCE stack that writes
+// and checks its frames in software could do over the same ring pair.
+void RingFrames(benchmark::State& st, bool cross) {
+  auto t = OpenNative(cross ? "nd2b_frm_x" : "nd2b_frm_1");
+  if (!t) return st.SkipWithError("setup failed");
+  std::vector<uint8_t> pl;
+  const std::vector<uint8_t> f = WriteFrame(20 + 8 + 12 + 16 + 8 + 4, &pl);
+  uint64_t bad = 0;
+  const Measured m = RingPairRaw(st, *t->a().port, *t->b().port, cross, f.data(), static_cast<uint16_t>(f.size()), &bad);
+  if (bad) return st.SkipWithError("frames received with a wrong ICRC");
+  Figures::Record(cross ? "frames_cross" : "frames_single", m.rate(), st);
+  Figures::Ratio(st, "x_ring", m.rate(), cross ? "ring_cross" : "ring_single");
+}
+
 void MemcpyBaseline(benchmark::State& st) {
   const Measured m = Memcpy(st, 65536);
   Figures::Record("memcpy", m.rate(), st);
@@ -172,6 +191,10 @@ void RegisterBaselines() {
   benchmark::RegisterBenchmark("Base/RingPairRaw/one_thread", [](benchmark::State& st) { RingRaw(st, false); })
       ->UseRealTime();
   benchmark::RegisterBenchmark("Base/RingPairRaw/cross_thread", [](benchmark::State& st) { RingRaw(st, true); })
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("Base/RingPairFrames/one_thread", [](benchmark::State& st) { RingFrames(st, false); })
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("Base/RingPairFrames/cross_thread", [](benchmark::State& st) { RingFrames(st, true); })
       ->UseRealTime();
   benchmark::RegisterBenchmark("Base/Memcpy/65536", MemcpyBaseline)->UseRealTime();
   benchmark::RegisterBenchmark("Base/RawIsalCrc32", [](benchmark::State& st) { Crc(st, false); })

@@ -318,6 +318,54 @@ inline Measured Memcpy(benchmark::State& st, size_t n) {
 
 // An 8 B ping-pong over kernel TCP loopback, both ends in this thread (write,
 // read on the other end, write back, read).
+// The floor of an RC round trip in software over a ring pair, in one thread:
+// each side in turn sends two frames in one burst, its ACK of the message it
+// received and its own message (a -> b, then b -> a: one iteration, one round
+// trip, four frames), each written with its ICRC (as RingPairRaw's frames);
+// the other side receives both, checks their ICRCs and copies the message's
+// payload (its last `payload` bytes before the ICRC) out. Nothing of a
+// protocol: no queue pair, no completion, no timer. Frames with a wrong ICRC
+// are counted in *bad.
+inline Measured RingPingPongFrames(benchmark::State& st, port::Port& a, port::Port& b, const uint8_t* msg,
+                                   uint16_t msg_len, uint16_t payload, const uint8_t* ack, uint16_t ack_len,
+                                   uint64_t* bad) {
+  port::Port* side[2] = {&a, &b};
+  uint8_t sink[64] = {};
+  uint64_t wrong = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : st) {
+    for (int i = 0; i < 2; i++) {
+      port::Port& from = *side[i];
+      port::Port& to = *side[1 - i];
+      rte_mbuf* m[2];
+      if (rte_pktmbuf_alloc_bulk(from.pool(), m, 2) != 0) {
+        st.SkipWithError("pool empty");
+        return {};
+      }
+      rte_pktmbuf_append(m[0], ack_len);
+      rte_pktmbuf_append(m[1], msg_len);
+      internal::WriteFrames(m, 1, ack, ack_len);
+      internal::WriteFrames(m + 1, 1, msg, msg_len);
+      uint16_t n = 0;
+      while (n < 2) n += rte_eth_tx_burst(from.id(), 0, m + n, static_cast<uint16_t>(2 - n));
+      rte_mbuf* rx[2];
+      uint16_t got = 0;
+      while (got < 2) got += rte_eth_rx_burst(to.id(), 0, rx + got, static_cast<uint16_t>(2 - got));
+      for (rte_mbuf* r : rx) {
+        wrong += internal::CheckFrames(&r, 1, r->data_len);
+        if (r->data_len == msg_len)
+          std::memcpy(sink, rte_pktmbuf_mtod_offset(r, const uint8_t*, msg_len - 4 - payload), payload);
+      }
+      benchmark::DoNotOptimize(sink);
+      rte_pktmbuf_free_bulk(rx, 2);
+    }
+  }
+  const double secs = SecondsSince(t0);
+  *bad = wrong;
+  st.SetItemsProcessed(st.iterations());
+  return {secs, static_cast<double>(st.iterations())};
+}
+
 inline Measured KernelTcpLoopbackPingPong(benchmark::State& st) {
   const int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in sa{};

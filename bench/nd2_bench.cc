@@ -17,6 +17,10 @@
 //   x_memcpy  64 KB Write bytes/s over memcpy  goal >= 0.4 (and the 64 KB
 //             Read's, Nd2/Read: a's Reads of b's buffer, no goal)
 //   x_tcp     round trip over the kernel TCP loopback round trip  goal <= 0.1
+//   x_frames  against the floor of any stack that writes and checks RoCE
+//             frames in software, the same ring pair moving the frames and
+//             nothing else (Base/RingPairFrames, Base/RingPingPongFrames):
+//             8 B Write msg/s over its rate; round trip over its time
 //   x_native  the native engine's figure over ND2's (inline; time per item,
 //             so 1.10 = 10% ND2 overhead)      goal <= 1.1
 //   build/bench/nd2_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -292,6 +296,7 @@ void Nd2SendPingPong(benchmark::State& st, Mode mode) {
   if (m.items > 0) {
     const double rtt = m.secs / m.items;
     Figures::Ratio(st, "x_tcp", rtt, "tcp_rtt");
+    Figures::Ratio(st, "x_frames", rtt, "frames_rtt");
     if (mode == Mode::kInline) Figures::Ratio(st, "x_native", rtt, "native_rtt");
   }
 }

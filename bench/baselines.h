@@ -60,7 +60,11 @@ inline std::unique_ptr<tools::TwoStacks> OpenNative(const std::string& ring, boo
 
 // Native engine: Writes of `size` bytes a -> b, both engines polled by this
 // thread; every Write completes (no silent success), inline up to 64 B.
-inline Measured NativeWrite(benchmark::State& st, tools::TwoStacks& t, uint32_t size) {
+// `loop(step)` calls step() once per Write (a benchmark's loop, or a count:
+// NativeWriteSeconds); the time includes completing them all. *tx_packets:
+// a's packets sent meanwhile.
+template <class Loop>
+Measured NativeWriteLoop(tools::TwoStacks& t, uint32_t size, uint64_t* tx_packets, Loop&& loop) {
   std::vector<uint8_t> src(size, 0x5a), dst(size);
   const auto sr = t.Register(t.a(), src.data(), size, 0);
   const auto dr = t.Register(t.b(), dst.data(), size, mem::kLocalWrite | mem::kRemoteWrite);
@@ -76,7 +80,7 @@ inline Measured NativeWrite(benchmark::State& st, tools::TwoStacks& t, uint32_t 
   uint64_t done = 0, posted = 0;
   const uint64_t pkts0 = t.a().qp->counters.tx_packets;
   const auto t0 = std::chrono::steady_clock::now();
-  for (auto _ : st) {
+  loop([&] {
     while (t.Post(t.a(), w) == rc::PostResult::kQueueFull) {
       t.PollBoth();
       done += t.a().scq->Poll(cs, 64);
@@ -85,23 +89,33 @@ inline Measured NativeWrite(benchmark::State& st, tools::TwoStacks& t, uint32_t 
       t.PollBoth();
       done += t.a().scq->Poll(cs, 64);
     }
-  }
+  });
   while (done < posted) {  // timed: what was posted is done
     t.PollBoth();
     done += t.a().scq->Poll(cs, 64);
   }
   const double secs = SecondsSince(t0);
-  st.counters["pkts/s"] = benchmark::Counter(static_cast<double>(t.a().qp->counters.tx_packets - pkts0),
-                                             benchmark::Counter::kIsRate);
-  st.SetItemsProcessed(st.iterations());
-  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * size);
+  *tx_packets = t.a().qp->counters.tx_packets - pkts0;
   t.Deregister(t.a(), sr);
   t.Deregister(t.b(), dr);
-  return {secs, static_cast<double>(st.iterations())};
+  return {secs, static_cast<double>(posted)};
 }
 
-// Native engine: one 8 B Send a -> b, then b -> a; one iteration = one round trip.
-inline Measured NativeSendPingPong(benchmark::State& st, tools::TwoStacks& t) {
+inline Measured NativeWrite(benchmark::State& st, tools::TwoStacks& t, uint32_t size) {
+  uint64_t pkts = 0;
+  const Measured m = NativeWriteLoop(t, size, &pkts, [&](auto&& step) {
+    for (auto _ : st) step();
+  });
+  st.counters["pkts/s"] = benchmark::Counter(static_cast<double>(pkts), benchmark::Counter::kIsRate);
+  st.SetItemsProcessed(st.iterations());
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * size);
+  return m;
+}
+
+// Native engine: one 8 B Send a -> b, then b -> a; one step = one round
+// trip (`loop` as NativeWriteLoop's).
+template <class Loop>
+Measured NativeSendPingPongLoop(tools::TwoStacks& t, Loop&& loop) {
   uint8_t buf[2][8] = {};
   mem::RegionInfo r[2] = {t.Register(t.a(), buf[0], 8, mem::kLocalWrite), t.Register(t.b(), buf[1], 8, mem::kLocalWrite)};
   tools::TwoStacks::Side* side[2] = {&t.a(), &t.b()};
@@ -112,8 +126,9 @@ inline Measured NativeSendPingPong(benchmark::State& st, tools::TwoStacks& t) {
   for (int i = 0; i < 2; i++)
     for (int k = 0; k < 64; k++) post_recv(i);
   rc::Completion c[8];
+  uint64_t trips = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  for (auto _ : st) {
+  loop([&] {
     for (int i = 0; i < 2; i++) {
       rc::Sge s{reinterpret_cast<uint64_t>(buf[i]), 8, r[i].local_token};
       rc::SendWr w;
@@ -125,10 +140,17 @@ inline Measured NativeSendPingPong(benchmark::State& st, tools::TwoStacks& t) {
       while (side[1 - i]->rcq->Poll(c, 1) == 0) t.PollBoth();
       post_recv(1 - i);
     }
-  }
-  const double secs = SecondsSince(t0);
+    trips++;
+  });
+  return {SecondsSince(t0), static_cast<double>(trips)};
+}
+
+inline Measured NativeSendPingPong(benchmark::State& st, tools::TwoStacks& t) {
+  const Measured m = NativeSendPingPongLoop(t, [&](auto&& step) {
+    for (auto _ : st) step();
+  });
   st.SetItemsProcessed(st.iterations());  // time per iteration = the round trip
-  return {secs, static_cast<double>(st.iterations())};
+  return m;
 }
 
 // Sparse traffic to a dedicated engine: one 8 B Send a -> b every `gap_us`,

@@ -20,6 +20,23 @@ bool HugepagesReady(size_t mb) {
   return port::CheckHugepages().ok() && port::FreeHugepageBytes() >= (uint64_t{mb} << 20);
 }
 
+double NativeWriteSeconds(uint32_t size, int64_t writes) {
+  auto t = OpenNative("nd2b_nat_w");
+  if (!t) return 0;
+  uint64_t pkts = 0;
+  return NativeWriteLoop(*t, size, &pkts, [&](auto&& step) {
+           for (int64_t i = 0; i < writes; i++) step();
+         }).secs;
+}
+
+double NativePingPongSeconds(int64_t trips) {
+  auto t = OpenNative("nd2b_nat_pp");
+  if (!t) return 0;
+  return NativeSendPingPongLoop(*t, [&](auto&& step) {
+           for (int64_t i = 0; i < trips; i++) step();
+         }).secs;
+}
+
 namespace {
 
 void RingRaw(benchmark::State& st, bool cross) {

@@ -204,9 +204,6 @@ struct Pair {
   }
 };
 
-// Writes of `size` bytes a -> b (or Reads by a of b's buffer: `read`); every
-// request completes (no silent success), Writes INLINE up to 64 B; completions are polled every 32 posts (the engine's burst), and whenever the
-// initiator queue (256) is full.
 // x_native: ND2's seconds over the native engine's for as many items, the
 // native loop run right after this figure's (as Icrc's x_raw is), not the
 // median of Native/* measured a minute before: on this kind of machine the
@@ -216,6 +213,9 @@ void XNative(benchmark::State& st, double nd2_secs, double native_secs) {
   if (nd2_secs > 0 && native_secs > 0) st.counters["x_native"] = nd2_secs / native_secs;
 }
 
+// Writes of `size` bytes a -> b (or Reads by a of b's buffer: `read`); every
+// request completes (no silent success), Writes INLINE up to 64 B; completions are polled every 32 posts (the engine's burst), and whenever the
+// initiator queue (256) is full.
 void Nd2Rdma(benchmark::State& st, Mode mode, bool read) {
   const ULONG size = static_cast<ULONG>(st.range(0));
   if (!Start(mode)) return st.SkipWithError("NdStartup failed");
@@ -304,8 +304,10 @@ void Nd2SendPingPong(benchmark::State& st, Mode mode) {
   if (m.items > 0) {
     const double rtt = m.secs / m.items;
     Figures::Ratio(st, "x_tcp", rtt, "tcp_rtt");
-    if (mode == Mode::kInline) Figures::Ratio(st, "x_frames", rtt, "frames_rtt");  // the floor's one thread
-    if (mode == Mode::kInline) XNative(st, m.secs, roce::bench::NativePingPongSeconds(st.iterations()));
+    if (mode == Mode::kInline) {
+      Figures::Ratio(st, "x_frames", rtt, "frames_rtt");  // its floor runs in one thread
+      XNative(st, m.secs, roce::bench::NativePingPongSeconds(st.iterations()));
+    }
   }
 }
 

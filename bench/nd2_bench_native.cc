@@ -70,15 +70,22 @@ void MemcpyBaseline(benchmark::State& st) {
   Figures::Record("memcpy", m.rate(), st);
 }
 
-// A valid RC WRITE_ONLY frame whose L3 packet (IP .. ICRC) is `l3_len` bytes.
-std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload) {
+// The headers of an IPv4 RC packet of `opcode` from 10.0.0.1 to 10.0.0.2
+// (`back`: the other way) for the baselines' frames.
+wire::RocePacket BenchPacket(uint8_t opcode, bool back) {
   wire::RocePacket p;
   p.eth.ethertype = wire::kEtherTypeIpv4;
-  p.ip4.src = 0x0A000001;
-  p.ip4.dst = 0x0A000002;
-  p.udp.src_port = 0xC123;
-  p.bth.opcode = wire::op::kRcWriteOnly;
-  p.bth.dest_qp = 0x11;
+  p.ip4.src = back ? 0x0A000002 : 0x0A000001;
+  p.ip4.dst = back ? 0x0A000001 : 0x0A000002;
+  p.udp.src_port = back ? 0xC124 : 0xC123;
+  p.bth.opcode = opcode;
+  p.bth.dest_qp = back ? 0x12 : 0x11;
+  return p;
+}
+
+// A valid RC WRITE_ONLY frame whose L3 packet (IP .. ICRC) is `l3_len` bytes.
+std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload) {
+  wire::RocePacket p = BenchPacket(wire::op::kRcWriteOnly, false);
   p.bth.ack_req = true;
   payload->assign(l3_len - (20 + 8 + 12 + 16 + 4), 0x5a);
   p.reth = {0x7f0000001000, 0x1234, static_cast<uint32_t>(payload->size())};
@@ -134,13 +141,7 @@ void TcpBaseline(benchmark::State& st) {
 
 // An RC ACK frame (BTH + AETH, 62 bytes).
 std::vector<uint8_t> AckFrame() {
-  wire::RocePacket p;
-  p.eth.ethertype = wire::kEtherTypeIpv4;
-  p.ip4.src = 0x0A000002;
-  p.ip4.dst = 0x0A000001;
-  p.udp.src_port = 0xC124;
-  p.bth.opcode = wire::op::kRcAck;
-  p.bth.dest_qp = 0x12;
+  wire::RocePacket p = BenchPacket(wire::op::kRcAck, true);
   p.aeth = {0x1F, 1};
   std::vector<uint8_t> f(wire::FrameLen(p, 0));
   wire::BuildRoceFrame(p, f);

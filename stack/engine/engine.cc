@@ -715,6 +715,7 @@ void Engine::RemovePostSource(PostSource* s) {
 size_t Engine::Poll() {
   EngineLock l(&mu_);
   in_poll_ = true;  // a post from inside the pass (a callback, a drained ring) waits for its RC turn
+  posted_in_pass_ = false;
   counters_.polls++;
   size_t drained = 0;
   for (PostSource* s : post_sources_) drained += s->DrainPosts();
@@ -765,7 +766,7 @@ size_t Engine::Poll() {
   if (on_poll) on_poll(now);
   FlushTx();
   in_poll_ = false;
-  return n + sent + looped + drained;
+  return n + sent + looped + drained + (posted_in_pass_ ? 1 : 0);
 }
 
 void Engine::Doorbell(rc::QueuePair& qp, bool idle) {
@@ -774,11 +775,13 @@ void Engine::Doorbell(rc::QueuePair& qp, bool idle) {
     // Only a dedicated loop naps and needs the kick (a seq_cst store: a full
     // barrier; skipping it made a split-mode 8 B Write 0.97x the time), and
     // not from inside its own pass (a post drained from a posting ring, a
-    // callback's): that pass sends it, and a pass that did work is followed
-    // by another, not a nap. An inline engine's next pass is its poller's
-    // next GetResults. A Start() racing with this post begins with a pass,
-    // which finds the request.
-    if (dedicated && !in_poll_) Kick();
+    // callback's): that pass, or the next one, sends it, and a pass that
+    // saw a post counts as work (posted_in_pass_), after which the loop
+    // passes again rather than napping. An inline engine's next pass is its
+    // poller's next GetResults. A Start() racing with this post begins with
+    // a pass, which finds the request.
+    if (in_poll_) posted_in_pass_ = true;
+    else if (dedicated) Kick();
     return;
   }
   // Inline mode, from the posting thread under mu_ (PostSend's contract),

@@ -285,6 +285,9 @@ class Engine : public rc::PacketSink {
   std::vector<PostSource*> post_sources_ ABSL_GUARDED_BY(mu_);
   EngineCounters counters_;
   bool in_poll_ = false;  // inside Poll (with mu_): the doorbell does not transmit
+  // A request was posted from inside this pass (with mu_): the pass counts as
+  // work, so a dedicated loop passes again rather than napping (Doorbell).
+  bool posted_in_pass_ = false;
   double ns_per_cycle_ = 1;
   uint64_t tsc0_ = 0;
   std::atomic<bool> running_{false}, stop_{false};

@@ -210,19 +210,6 @@ inline Measured SparseSendToDedicated(benchmark::State& st, tools::TwoStacks& t,
   return {busy, static_cast<double>(st.iterations())};
 }
 
-// Raw rte_eth_tx_burst / rx_burst of 64 B frames, burst 32 (the engine's),
-// over a ring pair: a -> b in this thread, or (cross_core) transmitted by this
-// thread and received by another one — the packet rate the ring allows.
-// `frame` (optional, `frame_len` bytes from its Ethernet header, its ICRC in
-// the last 4): the floor of any RoCE software stack's frame rate instead of the
-// raw ring's. The sender copies the frame into each mbuf and computes its ICRC
-// into it (`wire::ComputeIcrc` over bytes [14, frame_len - 4)), the receiver
-// computes it again and compares; what neither side can skip, and nothing of a
-// protocol (no queue pair, no ACK, no completion). Frames received with a
-// wrong ICRC are counted in *bad.
-inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, bool cross_core,
-                            const uint8_t* frame = nullptr, uint16_t frame_len = 0, uint64_t* bad = nullptr);
-
 namespace internal {
 inline void WriteFrames(rte_mbuf* const* m, uint16_t n, const uint8_t* frame, uint16_t len) {
   for (uint16_t i = 0; i < n; i++) {
@@ -235,23 +222,32 @@ inline void WriteFrames(rte_mbuf* const* m, uint16_t n, const uint8_t* frame, ui
     const uint32_t c = wire::ComputeIcrc(wire::ByteSpan(src + 14, len - 14u - 4u));
     uint8_t* d = rte_pktmbuf_mtod(m[i], uint8_t*);
     std::memcpy(d, src, len - 4u);
-    std::memcpy(d + len - 4, &c, 4);  // little-endian on the wire, as WriteFrame stores it
+    wire::Store32Le(d + len - 4, c);  // as WriteFrame stores it
   }
 }
 inline uint64_t CheckFrames(rte_mbuf* const* m, uint16_t n, uint16_t len) {
   uint64_t bad = 0;
   for (uint16_t i = 0; i < n; i++) {
     const uint8_t* d = rte_pktmbuf_mtod(m[i], const uint8_t*);
-    uint32_t c;
-    std::memcpy(&c, d + len - 4, 4);
-    bad += m[i]->data_len != len || wire::ComputeIcrc(wire::ByteSpan(d + 14, len - 14u - 4u)) != c;
+    bad += m[i]->data_len != len ||
+           wire::ComputeIcrc(wire::ByteSpan(d + 14, len - 14u - 4u)) != wire::Load32Le(d + len - 4);
   }
   return bad;
 }
 }  // namespace internal
 
+// Raw rte_eth_tx_burst / rx_burst of 64 B frames, burst 32 (the engine's),
+// over a ring pair: a -> b in this thread, or (cross_core) transmitted by this
+// thread and received by another one — the packet rate the ring allows.
+// `frame` (optional, `frame_len` bytes from its Ethernet header, its ICRC in
+// the last 4): the floor of any RoCE software stack's frame rate instead of the
+// raw ring's. The sender copies the frame into each mbuf and computes its ICRC
+// into it (`wire::ComputeIcrc` over bytes [14, frame_len - 4)), the receiver
+// computes it again and compares; what neither side can skip, and nothing of a
+// protocol (no queue pair, no ACK, no completion). Frames received with a
+// wrong ICRC are counted in *bad.
 inline Measured RingPairRaw(benchmark::State& st, port::Port& a, port::Port& b, bool cross_core,
-                            const uint8_t* frame, uint16_t frame_len, uint64_t* bad) {
+                            const uint8_t* frame = nullptr, uint16_t frame_len = 0, uint64_t* bad = nullptr) {
   const uint16_t len = frame ? frame_len : 64;
   std::atomic<uint64_t> rx_bad{0};
   constexpr uint16_t kBurst = 32;

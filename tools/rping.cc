@@ -757,6 +757,15 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
   if (h != ND_PENDING && h != ND_SUCCESS) std::fprintf(stderr, "rping: NotifyDisconnect: %s\n", Hr(h).c_str());
   int rc = 0;
   bool disconnected = false;
+  // A failed step: flushed (ND_CANCELED) is the peer's disconnect having
+  // flushed it — the client may end the test (DREQ) before our last Send's
+  // ACK, lost on a lossy link, came back, as librdmacm's rping treats a flush
+  // (IBV_WC_WR_FLUSH_ERR) — and is judged below like a flushed receive;
+  // anything else fails the test.
+  const auto end = [&] {
+    if (s.last_status() == ND_CANCELED) disconnected = true;
+    else rc = 1;
+  };
   for (uint64_t ping = 0;; ping++) {
     if (!s.Wait(true)) {  // the client's start buffer, or its disconnect (receive flushed)
       disconnected = true;
@@ -767,7 +776,7 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
       rc = 1;
       break;
     }
-    if (!s.Rdma(true, s.remote_len()) || !s.Wait(false)) { rc = 1; break; }
+    if (!s.Rdma(true, s.remote_len()) || !s.Wait(false)) { end(); break; }
     if (opt.verbose) std::printf("server ping data: %s\n", s.rdma());
     if (opt.validate) {
       std::vector<char> want(opt.size);
@@ -779,11 +788,11 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
         break;
       }
     }
-    if (!s.SendInfo(true) || !s.Wait(false)) { rc = 1; break; }  // go ahead
-    if (!s.Wait(true)) { rc = 1; break; }                         // the client's rdma buffer
+    if (!s.SendInfo(true) || !s.Wait(false)) { end(); break; }  // go ahead
+    if (!s.Wait(true)) { end(); break; }  // the client's rdma buffer
     const ULONG len = static_cast<ULONG>(strnlen(s.rdma(), opt.size - 1)) + 1;
-    if (!s.Rdma(false, len) || !s.Wait(false)) { rc = 1; break; }
-    if (!s.SendInfo(true) || !s.Wait(false)) { rc = 1; break; }  // ACK
+    if (!s.Rdma(false, len) || !s.Wait(false)) { end(); break; }
+    if (!s.SendInfo(true) || !s.Wait(false)) { end(); break; }  // ACK
     if (opt.count && ping + 1 >= opt.count) break;                // ours: disconnect after -C pings
   }
   if (disconnected) {

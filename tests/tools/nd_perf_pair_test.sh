@@ -2,7 +2,7 @@
 # nd-perf's six tests with --pair (server and client in one process, two ND2 adapters on an
 # in-process net_ring pair; no root, no peer): each exits 0 and prints one well-formed result row
 # of the size and iterations asked (tools/plot-bench --check); -a prints the 23 sizes 2 .. 8 MiB;
-# -D runs for its duration; a bad command line exits 2 with a reason.
+# --set reaches both adapters; -D runs for its duration; a bad command line exits 2 with a reason.
 # Usage: nd_perf_pair_test.sh ND_PERF SOURCE_DIR
 set -u
 nd=$1 src=$2
@@ -45,6 +45,9 @@ run "write_bw -Q 7 -t 16" 1 1000 333 -- write_bw --pair -n 333 -s 1000 -Q 7 -t 1
 run "send_bw -a" 23 "" 20 -- send_bw --pair -a -n 20
 run "read_lat -a" 23 "" 20 -- read_lat --pair -a -n 20
 run "write_bw --report_gbits -I 64" 1 64 1000 -- write_bw --pair -n 1000 -s 64 -I 64 --report_gbits
+# --set with --pair: the key on both adapters (here: each with an engine thread of its own).
+run "send_lat --set progress=thread" 1 64 300 -- send_lat --pair -n 300 -s 64 --set progress=thread
+run "write_bw --set progress=thread" 1 8 3000 -- write_bw --pair -n 3000 -s 8 --set progress=thread
 
 # -D: the run lasts about its duration and counts what completed.
 start=$(date +%s%N)
@@ -69,6 +72,7 @@ bad "-D with a latency test" "bandwidth tests" -- send_lat -D 2 --pair
 bad "-m not a power of two" "must be" -- write_bw -m 1000 --pair
 bad "-n below perftest's 5" "bad value" -- write_bw -n 1 --pair
 bad "--pair with a server" "takes no server" -- write_bw --pair 10.0.0.1
+bad "--pair with --ip" "no port options but --set" -- write_bw --pair --ip 10.0.0.9/24
 bad "port options without --ip" "need --ip" -- write_bw --profile net_tap.ini
 bad "a bad server address" "bad address" -- write_bw --ip 10.9.0.1/24 --profile net_ring.ini not-an-ip
 bad "-c UD" "RC" -- send_bw -c UD --pair

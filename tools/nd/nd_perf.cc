@@ -91,6 +91,7 @@ struct Options {
   uint32_t timeout_s = 0;
   // The adapters.
   bool port_options = false;  // --ip given: write an ND2 configuration
+  bool port_only_sets = true;  // of the port options, only --set (which --pair takes too)
   ndtool::PortOptions adapter;
   bool pair = false;  // server and client in this process, two adapters on a net_ring pair
   std::string pair_profile = "net_ring.ini";
@@ -1204,7 +1205,8 @@ void Usage(FILE* f) {
           "      --capture=<file>     a pcap of every frame\n"
           "      --pair               server and client in this process: two adapters on an\n"
           "                           in-process net_ring pair (10.0.0.1 serves, 10.0.0.2 runs\n"
-          "                           the test and prints); no peer, no root\n"
+          "                           the test and prints); no peer, no root; --set keys\n"
+          "                           apply to both (e.g. --set progress=thread)\n"
           "      --timeout=<s>        give up waiting for the peer after <s> seconds (default 60)\n");
 }
 
@@ -1313,11 +1315,11 @@ Options ParseArgs(int argc, char** argv) {
       case 'V': printf("Version: %s (nd-perf, ND2)\n", kVersion); exit(0);
       case kOptGbits: o.gbits = true; break;
       case kOptSourceIp: o.source_ip = optarg; break;
-      case kOptIp: o.adapter.ips.push_back(optarg); o.port_options = true; break;
-      case kOptProfile: o.adapter.profile = optarg; o.port_options = true; break;
-      case kOptIface: o.adapter.iface = optarg; o.port_options = true; break;
+      case kOptIp: o.adapter.ips.push_back(optarg); o.port_options = true; o.port_only_sets = false; break;
+      case kOptProfile: o.adapter.profile = optarg; o.port_options = true; o.port_only_sets = false; break;
+      case kOptIface: o.adapter.iface = optarg; o.port_options = true; o.port_only_sets = false; break;
       case kOptSet: o.adapter.sets.push_back(optarg); o.port_options = true; break;
-      case kOptCapture: o.adapter.capture = optarg; o.port_options = true; break;
+      case kOptCapture: o.adapter.capture = optarg; o.port_options = true; o.port_only_sets = false; break;
       case kOptPair: o.pair = true; break;
       case kOptPairProfile: o.pair_profile = optarg; break;
       case kOptTimeout: o.timeout_s = static_cast<uint32_t>(Num("--timeout", optarg, 1, 86400)); break;
@@ -1342,10 +1344,11 @@ Options ParseArgs(int argc, char** argv) {
     fprintf(stderr, "nd-perf: -D and -a together are not supported\n");
     exit(2);
   }
-  if (o.pair && (!o.server || o.port_options)) {
-    fprintf(stderr, "nd-perf: --pair takes no server address and no port options\n");
+  if (o.pair && (!o.server || !o.port_only_sets)) {
+    fprintf(stderr, "nd-perf: --pair takes no server address and no port options but --set\n");
     exit(2);
   }
+  if (o.pair) o.port_options = false;  // its --set keys go to both of its adapters
   if (o.port_options && o.adapter.ips.empty()) {
     fprintf(stderr, "nd-perf: the port options need --ip addr/len (the adapter's address)\n");
     exit(2);
@@ -1449,6 +1452,10 @@ int main(int argc, char** argv) {
       if (o.mtu) {
         a.sets.push_back("mtu=" + std::to_string(o.mtu + 80));
         b.sets.push_back("mtu=" + std::to_string(o.mtu + 80));
+      }
+      for (const std::string& kv : o.adapter.sets) {  // --set: both adapters
+        a.sets.push_back(kv);
+        b.sets.push_back(kv);
       }
       adapters = {a, b};
     } else {

@@ -5,7 +5,6 @@
 // engine's Write and Send ping-pong as engine_bench measures them. Each
 // records its figure (bench/figures.h) for the ND2 figures' ratio counters.
 #include <benchmark/benchmark.h>
-#include <isa-l/crc.h>
 
 #include <string>
 #include <vector>
@@ -108,11 +107,6 @@ std::vector<uint8_t> WriteFrame(size_t l3_len, std::vector<uint8_t>* payload) {
 // Intel Xeon the native 8 B Write that follows took 400 ns instead of 130).
 // The stack clears them after its own ISA-L calls (wire/icrc.cc); the
 // benchmark does after its raw ones, so the next figure starts clean.
-// The raw call is ISA-L's own function, called from here: not through the
-// library's wire::Crc32 wrapper, whose code (and so the loop's time: in a
-// PGO build, where the training never runs it, 1.15x) depends on how the
-// library was built.
-inline uint32_t RawCrc32(wire::ByteSpan d) { return crc32_gzip_refl(0, d.data(), d.size()); }
 
 void Crc(benchmark::State& st, bool icrc) {
   const size_t size = static_cast<size_t>(st.range(0));
@@ -123,7 +117,7 @@ void Crc(benchmark::State& st, bool icrc) {
   if (icrc) {
     for (auto _ : st) benchmark::DoNotOptimize(wire::ComputeIcrc(l3));
   } else {
-    for (auto _ : st) benchmark::DoNotOptimize(RawCrc32(l3));
+    for (auto _ : st) benchmark::DoNotOptimize(wire::Crc32(0, l3));
   }
   const Measured m{SecondsSince(t0), static_cast<double>(st.iterations()) * static_cast<double>(l3.size())};
   wire::ClearUpperVectorState();
@@ -134,7 +128,7 @@ void Crc(benchmark::State& st, bool icrc) {
     return;
   }
   const auto t1 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < st.iterations(); i++) benchmark::DoNotOptimize(RawCrc32(l3));
+  for (int64_t i = 0; i < st.iterations(); i++) benchmark::DoNotOptimize(wire::Crc32(0, l3));
   const double raw_secs = SecondsSince(t1);
   wire::ClearUpperVectorState();
   if (m.secs > 0 && raw_secs > 0) st.counters["x_raw"] = raw_secs / m.secs;

@@ -354,10 +354,6 @@ bool SelectIcrcCode(IcrcCode c) {
   return true;
 }
 
-uint32_t Crc32(uint32_t seed, ByteSpan data) {  // raw, as the benchmarks' baseline
-  return crc32_gzip_refl(seed, data.data(), data.size());
-}
-
 void ClearUpperVectorState() { ClearUpper(); }
 
 bool Icrc::Begin(ByteSpan in) {

@@ -235,7 +235,7 @@ void Engine::SendRaw(ByteSpan frame) {
   port::WriteAt(m, 0, frame);
   counters_.tx_neighbor++;
   tx_.push_back(m);
-  if (tx_.size() >= opts_.burst) FlushTx();
+  if (tx_.size() >= tx_flush_at_) FlushTx();
 }
 
 void Engine::PrefetchMbuf(const rte_mbuf* m) const {
@@ -419,7 +419,7 @@ bool Engine::TransmitWith(const rc::TxPacket& pkt, const FrameTemplate& tr) {
   }
   counters_.tx_roce++;
   tx_.push_back(m);
-  if (tx_.size() >= opts_.burst) FlushTx();
+  if (tx_.size() >= tx_flush_at_) FlushTx();
   return true;
 }
 
@@ -715,6 +715,7 @@ void Engine::RemovePostSource(PostSource* s) {
 size_t Engine::Poll() {
   EngineLock l(&mu_);
   in_poll_ = true;  // a post from inside the pass (a callback, a drained ring) waits for its RC turn
+  tx_flush_at_ = opts_.burst;  // frames go in bursts until the pass ends
   posted_in_pass_ = false;
   counters_.polls++;
   size_t drained = 0;
@@ -766,6 +767,7 @@ size_t Engine::Poll() {
   if (on_poll) on_poll(now);
   FlushTx();
   in_poll_ = false;
+  tx_flush_at_ = 1;
   return n + sent + looped + drained + (posted_in_pass_ ? 1 : 0);
 }
 
@@ -787,7 +789,10 @@ void Engine::Doorbell(rc::QueuePair& qp, bool idle) {
   // Inline mode, from the posting thread under mu_ (PostSend's contract),
   // outside any pass: nothing else is touching the device or the TX queue.
   mu_.AssertHeld();
-  if (rc_->TransmitNow(qp, NowNs()) == 0) return;
+  tx_flush_at_ = opts_.burst;  // the post's packets in one burst
+  const size_t sent = rc_->TransmitNow(qp, NowNs());
+  tx_flush_at_ = 1;
+  if (sent == 0) return;
   counters_.tx_on_post++;
   FlushTx();
 }

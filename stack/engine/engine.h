@@ -285,6 +285,13 @@ class Engine : public rc::PacketSink {
   std::vector<PostSource*> post_sources_ ABSL_GUARDED_BY(mu_);
   EngineCounters counters_;
   bool in_poll_ = false;  // inside Poll (with mu_): the doorbell does not transmit
+  // Frames queued in tx_ that make a burst. Inside a pass (and the doorbell's
+  // send of a post) the burst; outside one 1: a frame made by a call from
+  // outside the engine's passes — a CM message (Connect, Accept, Reject,
+  // CompleteConnect, Disconnect, a released connection's DREQ), an ARP or
+  // NDP request — leaves before that call returns, whoever drives the
+  // engine and whether or not it ever passes again.
+  uint16_t tx_flush_at_ = 1;
   // A request was posted from inside this pass (with mu_): the pass counts as
   // work, so a dedicated loop passes again rather than napping (Doorbell).
   bool posted_in_pass_ = false;

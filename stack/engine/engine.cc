@@ -7,6 +7,7 @@
 #include <deque>
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <absl/strings/str_cat.h>
@@ -124,6 +125,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("naps", self->naps());
     d.Add("idle_yields", self->idle_yields());
     d.Add("poller_yields", self->poller_yields());
+    d.Add("yielding", self->yielding() ? 1 : 0);  // adaptive_yield
     d.Add("tx_zc_revoked", c.tx_zc_revoked);
     d.Add("rx_zc_revoked", c.rx_zc_revoked);
     // Read without the engine lock: DestroyQp holds it while unregistering
@@ -807,14 +809,14 @@ void Engine::Loop() {
       nap = 0;
       continue;
     }
+    const uint64_t now = NowNs();
     if (opts_.idle_sleep_max_ns == 0) {
-      IdleSpin();
+      IdleSpin(now);
       continue;
     }
-    const uint64_t now = NowNs();
     if (idle_since == 0 || kicked_.exchange(false)) idle_since = now;
     if (now - idle_since < opts_.idle_spin_ns) {
-      IdleSpin();
+      IdleSpin(now);
       continue;
     }
     nap = nap ? std::min(nap * 2, opts_.idle_sleep_max_ns) : 1000;
@@ -828,13 +830,26 @@ void Engine::Loop() {
   }
 }
 
-void Engine::IdleSpin() {
-  if (!opts_.idle_yield) {
+void Engine::IdleSpin(uint64_t now) {
+  if (opts_.adaptive_yield && now - contention_checked_ >= kContentionCheckNs) CheckContention(now);
+  if (!opts_.idle_yield && !contended_.load(std::memory_order_relaxed)) {
     rte_pause();
     return;
   }
   sched_yield();
   idle_yields_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::CheckContention(uint64_t now) {
+  contention_checked_ = now;
+  rusage ru{};
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return;
+  // Naps are voluntary switches; a thread that was runnable and lost its CPU
+  // (preempted, or a yield that handed it over) counts an involuntary one.
+  if (ivcsw_ >= 0 && ru.ru_nivcsw > ivcsw_) contention_seen_ = now;
+  ivcsw_ = ru.ru_nivcsw;
+  const bool on = contention_seen_ != 0 && now - contention_seen_ < kContentionHoldNs;
+  if (on != contended_.load(std::memory_order_relaxed)) contended_.store(on, std::memory_order_relaxed);
 }
 
 void Engine::Kick() {

@@ -80,6 +80,17 @@ struct EngineOptions {
   // per idle pass, and the pass that finds a packet starts that much later:
   // with a CPU to itself, leave it off (~7% of a split-mode 8 B Write).
   bool idle_yield = false;
+  // Dedicated mode, idle_yield off: yield as idle_yield does, but only while
+  // the CPUs are found oversubscribed — the loop counts its own involuntary
+  // context switches (getrusage RUSAGE_THREAD, at most every
+  // kContentionCheckNs of idle passes); one since the last look means
+  // another thread, of this process or any other, was runnable on its CPU
+  // and waited. Yielding then lasts kContentionHoldNs past the last such
+  // look (a yield that hands the CPU over counts as one too, so it renews
+  // itself while the contention lasts) and applies to pollers (PollerIdle)
+  // as well. Two processes with a progress thread and a polling thread each
+  // on two CPUs are the case no static count of this process's threads sees.
+  bool adaptive_yield = false;
   // Zero-copy TX: a payload at least this long that lies in registered memory
   // goes out as mbufs attached to that memory (no copy; the ICRC is its one
   // pass over it) when the port allows it (Port::zero_copy_tx). 0: never.
@@ -148,7 +159,7 @@ class Engine : public rc::PacketSink {
   // a poller that spins in place holds a CPU the engine may need.
   void PollerIdle() {
     KeepAwake();
-    if (opts_.idle_yield) {
+    if (opts_.idle_yield || contended_.load(std::memory_order_relaxed)) {
       sched_yield();
       poller_yields_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -193,6 +204,8 @@ class Engine : public rc::PacketSink {
   // and empty polls after which the poller did (PollerIdle).
   uint64_t idle_yields() const { return idle_yields_.load(std::memory_order_relaxed); }
   uint64_t poller_yields() const { return poller_yields_.load(std::memory_order_relaxed); }
+  // adaptive_yield: the CPUs were found oversubscribed lately (idle passes yield).
+  bool yielding() const { return contended_.load(std::memory_order_relaxed); }
 
  private:
   // rc::PacketSink: called by the RC device from inside Poll (lock held).
@@ -254,7 +267,12 @@ class Engine : public rc::PacketSink {
   bool IcrcLinearizePayload(const uint8_t* head, const rte_mbuf* m, const wire::FrameLayout& lay,
                             wire::RocePacket& p);
   void Loop();
-  void IdleSpin();  // one idle pass's wait: yield the CPU (idle_yield) or pause
+  void IdleSpin(uint64_t now);  // one idle pass's wait: yield the CPU (idle_yield) or pause
+  // adaptive_yield: looks (rate-limited) for involuntary context switches of
+  // the loop's thread and sets or clears contended_.
+  void CheckContention(uint64_t now);
+  static constexpr uint64_t kContentionCheckNs = 2'000'000;
+  static constexpr uint64_t kContentionHoldNs = 50'000'000;
 
   port::Port* port_;
   EngineOptions opts_;
@@ -304,6 +322,9 @@ class Engine : public rc::PacketSink {
   std::atomic<uint64_t> naps_{0};
   std::atomic<uint64_t> idle_yields_{0};
   std::atomic<uint64_t> poller_yields_{0};
+  std::atomic<bool> contended_{false};  // adaptive_yield: yielding now
+  uint64_t contention_checked_ = 0, contention_seen_ = 0;  // the loop's thread only
+  long ivcsw_ = -1;                                        // its involuntary switches at the last look
   std::thread thread_;
   int lcore_ = -1;
   port::TelemetryRegistration telemetry_;

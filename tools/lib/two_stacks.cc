@@ -31,6 +31,8 @@ absl::StatusOr<std::unique_ptr<TwoStacks>> TwoStacks::Open(const TwoStacksOption
     eo.zero_copy_min = o.zero_copy_min;
     eo.tx_on_post = o.tx_on_post;
     eo.idle_yield = o.idle_yield;
+    eo.adaptive_yield = o.adaptive_yield;
+    eo.idle_sleep_max_ns = o.idle_sleep_max_ns;
     auto h = OpenStackHost(p, eo);
     if (!h.ok()) return h.status();
     static_cast<StackHost&>(t->s_[i]) = std::move(*h);

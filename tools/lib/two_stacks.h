@@ -41,6 +41,9 @@ struct TwoStacksOptions {
   bool tx_on_post = engine::EngineOptions{}.tx_on_post;
   // EngineOptions::idle_yield of both engines (what Start's thread does when idle).
   bool idle_yield = engine::EngineOptions{}.idle_yield;
+  // EngineOptions::adaptive_yield and idle_sleep_max_ns of both engines.
+  bool adaptive_yield = engine::EngineOptions{}.adaptive_yield;
+  uint64_t idle_sleep_max_ns = engine::EngineOptions{}.idle_sleep_max_ns;
   // PortProfile::rx_copy of both ports: every received frame copied into
   // mbuf_data_room-byte segments, as a NIC's scatter DMA lays it out.
   bool rx_copy = false;

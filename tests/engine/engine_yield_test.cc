@@ -1,0 +1,88 @@
+// EngineOptions::adaptive_yield: a dedicated engine's idle passes pause in place while its
+// CPU is its own and yield it (sched_yield) while another thread that wants that CPU is found
+// waiting — whatever process that thread belongs to — and stop yielding once it is gone. The
+// test pins itself (and so the engine's thread and its competitor, which inherit the mask) to
+// one CPU, so the competitor's presence is certain. Alone in its meson entry (is_parallel
+// false): another test's threads would be competitors too.
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "stack/engine/engine.h"
+#include "tests/port/port_test_env.h"
+#include "tools/lib/two_stacks.h"
+
+namespace roce::engine {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Waits up to `ms` for pred(), looking every `step` ms.
+template <typename F>
+bool Within(int ms, int step, F pred) {
+  const auto end = std::chrono::steady_clock::now() + milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(milliseconds(step));
+  }
+  return pred();
+}
+
+TEST(EngineYield, AdaptiveYieldFollowsContentionForTheCpu) {
+  cpu_set_t one, all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &all)) cpu++;
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // this thread; new threads inherit it
+
+  for (const bool adaptive : {true, false}) {
+    SCOPED_TRACE(adaptive ? "adaptive_yield on" : "adaptive_yield off");
+    tools::TwoStacksOptions o;
+    o.ring = adaptive ? "eng_ady_on" : "eng_ady_off";
+    o.adaptive_yield = adaptive;
+    o.idle_sleep_max_ns = 0;  // always spin when idle: the passes the option is about
+    auto t = tools::TwoStacks::Open(o);
+    ASSERT_TRUE(t.ok()) << t.status();
+    Engine& e = *(*t)->a().eng;
+    ASSERT_TRUE(e.Start().ok());
+
+    // A competitor spinning on the same CPU: the engine's thread is preempted, notices, yields.
+    std::atomic<bool> stop{false};
+    std::thread competitor([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+    const uint64_t y0 = e.idle_yields();
+    const bool on = Within(2000, 5, [&] { return e.yielding(); });
+    std::this_thread::sleep_for(milliseconds(100));
+    const uint64_t yields_contended = e.idle_yields() - y0;
+    stop = true;
+    competitor.join();
+    // Alone again: the yielding ends once the hold runs out. This thread looks less often
+    // than the hold (kContentionHoldNs, 50 ms): its own waking preempts the engine's.
+    const bool off = Within(3000, 100, [&] { return !e.yielding(); });
+    std::printf("%s: yielding seen %d, %llu yields in 100 ms of contention, off again %d\n",
+                adaptive ? "on" : "off", on, static_cast<unsigned long long>(yields_contended), off);
+    if (adaptive) {
+      EXPECT_TRUE(on) << "a competitor on the engine thread's CPU was never noticed";
+      EXPECT_GT(yields_contended, 0u);
+      EXPECT_TRUE(off) << "still yielding 3 s after the competitor left";
+    } else {
+      EXPECT_FALSE(on);
+      EXPECT_EQ(yields_contended, 0u);
+    }
+    e.Stop();
+    t->reset();
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+}
+
+}  // namespace
+}  // namespace roce::engine

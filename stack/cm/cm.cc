@@ -760,6 +760,21 @@ void ConnectionManager::Release(ConnId id, uint64_t now) {
   }
 }
 
+void ConnectionManager::ReleaseAll(uint64_t now) {
+  std::vector<ListenerId> lids;
+  for (const auto& [lid, l] : listeners_) lids.push_back(lid);
+  for (ListenerId lid : lids) CloseListener(lid, now);
+  std::vector<ConnId> ids;
+  for (const auto& [id, c] : conns_) ids.push_back(id);
+  for (ConnId id : ids) Release(id, now);
+}
+
+size_t ConnectionManager::Owed() const {
+  size_t n = deferred_.size();
+  for (const auto& [id, c] : conns_) n += c->info.state == ConnState::kDreqSent;
+  return n;
+}
+
 // ---- receiving ------------------------------------------------------------------------------
 
 void ConnectionManager::OnGsiPacket(const RocePacket& p, uint64_t now) {

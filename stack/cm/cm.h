@@ -242,6 +242,15 @@ class ConnectionManager {
   // connection still in use is disconnected first; one still requested is
   // rejected).
   void Release(ConnId id, uint64_t now);
+  // The process is going away with connections still open (its exit, as the
+  // kernel's CM does for a dead rdma_cm user): every connection is released
+  // as above (DREQ or REJ), every listener closed.
+  void ReleaseAll(uint64_t now);
+  // What this CM still owes its peers: MADs the device could not take yet,
+  // DREQs not answered (DREP or a crossed DREQ). A process that goes away
+  // lingers until it is 0 (bounded): its peers then hear the end of every
+  // connection instead of timing out.
+  size_t Owed() const;
   const ConnInfo* Info(ConnId id) const;
 
   // ---- progress -------------------------------------------------------------------

@@ -955,6 +955,14 @@ bool Engine::WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns) {
   }
 }
 
+size_t Engine::Owed() const {
+  return cm_->Owed() + port_->TxBacklog(opts_.queue) + tx_.size();
+}
+
+bool Engine::Linger(uint64_t timeout_ns) {
+  return WaitUntil([this] { return Owed() == 0; }, timeout_ns);
+}
+
 rc::QueuePair* Engine::CreateQp(const rc::QpCaps& caps, rc::CompletionQueue* scq,
                                 rc::CompletionQueue* rcq, rc::ReceiveQueue* srq, uint64_t context) {
   rc::QueuePair* qp = rc_->CreateQp(caps, scq, rcq, srq, context);

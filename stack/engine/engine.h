@@ -189,6 +189,13 @@ class Engine : public rc::PacketSink {
   // Runs the engine (inline) or lets its thread run (dedicated) until pred(),
   // evaluated with mu() held, is true or `timeout_ns` passes. Call without mu().
   bool WaitUntil(const std::function<bool()>& pred, uint64_t timeout_ns);
+  // What the engine still owes the wire: the CM's unanswered DREQs and
+  // MADs not yet taken (ConnectionManager::Owed), frames the port has not
+  // taken yet (its TX backlog, our TX burst). Hold mu().
+  size_t Owed() const;
+  // Runs the engine (as WaitUntil) until Owed() is 0 or `timeout_ns`
+  // passes; true if nothing is owed. Call without mu().
+  bool Linger(uint64_t timeout_ns);
 
   // The id of a QP's telemetry: /roce/qp/stats,<port id << 24 | qpn>.
   uint64_t QpTelemetryId(uint32_t qpn) const { return (uint64_t{port_->id()} << 24) | qpn; }

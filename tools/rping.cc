@@ -54,6 +54,10 @@
 
 #include "nd/nd_port_options.h"  // tools/nd: the port options as an ND2_CONFIG file
 
+// The provider library's COM entry point (Windows declares it in combaseapi.h):
+// S_OK once nothing made from the provider is alive.
+extern "C" HRESULT DllCanUnloadNow(void);
+
 namespace {
 
 constexpr ULONG kInfoLen = 16;
@@ -1002,11 +1006,16 @@ int main(int argc, char** argv) {
   }
   int rc = Run(opt);
   std::fflush(stdout);
-  // Every object is released by now: NdCleanup refuses (ND_DEVICE_BUSY)
-  // while any still lives.
+  // Every object is released by now. NdCleanup succeeds either way (as
+  // Microsoft's ndsupport: objects still held keep the provider alive), so
+  // the provider's COM entry point tells: it can be unloaded only when
+  // nothing made from it lives.
   const HRESULT ch = NdCleanup();
   if (ch != ND_SUCCESS) {
-    std::fprintf(stderr, "rping: NdCleanup: %s (an ND2 object was not released)\n", Hr(ch).c_str());
+    std::fprintf(stderr, "rping: NdCleanup: %s\n", Hr(ch).c_str());
+    rc = 1;
+  } else if (DllCanUnloadNow() != S_OK) {
+    std::fprintf(stderr, "rping: NdCleanup: an ND2 object was not released (the provider stays up)\n");
     rc = 1;
   }
   return rc;

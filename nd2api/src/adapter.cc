@@ -57,6 +57,11 @@ bool Adapter::HasAddress(const wire::IpAddr& ip) const {
   return false;
 }
 
+void Adapter::ReleaseConnections() {
+  roce::engine::EngineLock l(&eng().mu());
+  eng().cm().ReleaseAll(eng().NowNs());
+}
+
 size_t Adapter::Progress() {
   if (cfg_.progress_thread) return 0;
   return eng().Poll();

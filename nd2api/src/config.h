@@ -12,9 +12,17 @@
 //                                    ;   its prefix: the on-link subnet)
 //   mtu      = 1500                  ; port.mtu (IP MTU, 576..9600)
 //   capture  = /tmp/adapter0.pcap    ; every frame sent and received
-//   progress = inline                ; inline (default): the application's threads drive
-//                                    ; the engine in GetResults and in every wait;
-//                                    ; thread: a progress thread of its own
+//   progress = thread                ; thread (default): a progress thread of its own runs
+//                                    ; the protocol (ACKs, timers, ARP/NDP, CM) whatever the
+//                                    ; application does — sleeps, spins on memory, exits;
+//                                    ; it naps when idle (nd2_idle: a few % of a core).
+//                                    ; inline: only the application's threads drive the
+//                                    ; engine, in GetResults and in every wait (no thread;
+//                                    ; for benchmarks and single-threaded tests): while the
+//                                    ; application makes no ND2 call nothing is ACKed or
+//                                    ; answered — a peer polling memory for our Write never
+//                                    ; sees its ACK, our address answers no ARP, CM
+//                                    ; retransmissions go unanswered (nd2api/README.md)
 //   ; connection manager and transport (defaults shown):
 //   cm_timeout      = 18             ; CM response timeout, 4.096 us * 2^n (8..31): 1.07 s
 //   cm_retries      = 15             ; CM retransmissions before a timeout (0..15)
@@ -43,9 +51,11 @@
 //   progress_yield = auto            ; progress = thread: an idle progress thread gives its
 //                                    ; CPU away (sched_yield) instead of spinning in place,
 //                                    ; and so does a GetResults that finds nothing.
-//                                    ; auto: when the process's progress threads and one
-//                                    ; polling application thread outnumber the CPUs it may
-//                                    ; run on (two threaded adapters on two cores); on; off
+//                                    ; auto: always when the process's progress threads and
+//                                    ; one polling application thread outnumber the CPUs it
+//                                    ; may run on (two threaded adapters on two cores), else
+//                                    ; while the progress thread finds itself preempted
+//                                    ; (another process spinning too); on; off
 //   fault.rx_drop = 0.01             ; any other key "section.key" overrides that
 //                                    ; profile key (as rc-pingpong's --set)
 //
@@ -69,7 +79,7 @@ struct AdapterConfig {
   std::vector<std::string> ips;
   std::string capture;
   std::vector<std::string> overrides;  // "section.key=value"
-  bool progress_thread = false;
+  bool progress_thread = true;  // progress = thread (default) or inline
   // Connection manager.
   uint8_t cm_timeout = 18;
   uint8_t cm_retries = 15;

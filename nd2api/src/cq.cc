@@ -138,7 +138,7 @@ ULONG CompletionQueue::GetResults(ND2_RESULT results[], ULONG n) {
   // when this queue's adapter has a progress thread, as a wait does: a
   // program whose other adapter is inline polls this one for what that one
   // sends (PollInline skips threaded adapters at no cost).
-  if (Provider* p = Provider::Get()) p->PollInline();
+  if (Provider* p = Provider::Live()) p->PollInline();
   else if (adapter_->inline_progress()) adapter_->Progress();
   engine::FastLock pl(&poll_mu_);
   ULONG got = 0;

@@ -341,8 +341,14 @@ void MarkOverlappedPending(OVERLAPPED* ov) {
   __atomic_store_n(&ov->Internal, ULONG_PTR{kStatusPending}, __ATOMIC_SEQ_CST);
 }
 
+namespace {
+std::atomic<bool> g_exiting{false};
+}  // namespace
+
+void StopCompletingOverlapped() { g_exiting.store(true); }
+
 void CompleteOverlapped(OverlappedFile* file, OVERLAPPED* ov, HRESULT status, ULONG bytes) {
-  if (ov == nullptr) return;
+  if (ov == nullptr || g_exiting.load(std::memory_order_relaxed)) return;
   // Everything read from the OVERLAPPED is read before Internal says "done".
   HANDLE event_handle = ov->hEvent;
   const bool to_port = (reinterpret_cast<uintptr_t>(event_handle) & 1) == 0;

@@ -221,6 +221,10 @@ void MarkOverlappedPending(OVERLAPPED* ov);
 // when `file` is neither NULL nor an overlapped file (the event is still set, nothing queued).
 void CompleteOverlapped(OverlappedFile* file, OVERLAPPED* ov, HRESULT status, ULONG bytes);
 bool CompleteOverlapped(HANDLE file, OVERLAPPED* ov, HRESULT status, ULONG bytes);
+// The process is exiting (libnd2's exit handler ends its connections on the wire): from now on
+// completions leave application memory alone — an OVERLAPPED the application left pending may
+// live in a stack frame that has returned — and are dropped.
+void StopCompletingOverlapped();
 
 // Blocks until ov->Internal is no longer STATUS_PENDING (after MarkOverlappedPending), driving
 // the progress hook like every wait. WAIT_OBJECT_0 or WAIT_TIMEOUT.

@@ -125,6 +125,7 @@ class RefCount {
  public:
   ULONG Add() { return ++refs_; }
   ULONG Drop() { return --refs_; }
+  ULONG Get() const { return refs_.load(); }
  private:
   std::atomic<ULONG> refs_{1};
 };
@@ -146,7 +147,13 @@ void ToSockaddr(const wire::IpAddr& ip, uint16_t port, sockaddr* out);
 // Set up by NdStartup from the configuration, torn down by the last NdCleanup.
 class Provider final : public IND2Provider {
  public:
-  static Provider* Get();  // null before NdStartup
+  // The open provider: null before NdStartup and after the last NdCleanup.
+  static Provider* Get();
+  // The provider while it lives: open, or closed with objects still alive
+  // (their waits and polls still drive it).
+  static Provider* Live();
+  // An adapter's last object was released: a closed provider goes now.
+  static void AdapterUnreferenced();
   HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
   // A reference is a startup (NdStartup); Release an NdCleanup.
   ULONG STDMETHODCALLTYPE AddRef() override;
@@ -185,7 +192,14 @@ class Adapter final : public IND2Adapter {
   // COM: the provider owns adapters; references only count.
   HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
   ULONG STDMETHODCALLTYPE AddRef() override { return ref_.Add(); }
-  ULONG STDMETHODCALLTYPE Release() override { return ref_.Drop(); }
+  // Back to the provider's own reference: a closed provider may go
+  // (Provider::AdapterUnreferenced).
+  ULONG STDMETHODCALLTYPE Release() override {
+    const ULONG r = ref_.Drop();
+    if (r == 1) Provider::AdapterUnreferenced();
+    return r;
+  }
+  ULONG refs() const { return ref_.Get(); }
 
   HRESULT STDMETHODCALLTYPE CreateOverlappedFile(HANDLE* ph) override;
   HRESULT STDMETHODCALLTYPE Query(ND2_ADAPTER_INFO* info, ULONG* cb) override;
@@ -214,6 +228,14 @@ class Adapter final : public IND2Adapter {
   const AdapterConfig& config() const { return cfg_; }
   // Inline: one engine pass (no-op for a thread adapter).
   size_t Progress();
+  // Runs the engine until the CM owes its peers nothing (DREQs answered,
+  // MADs and frames out) or timeout_ns passes (Engine::Linger).
+  void Linger(uint64_t timeout_ns) { eng().Linger(timeout_ns); }
+  // The process is exiting: every connection ends on the wire (DREQ, REJ),
+  // every listener closes (ConnectionManager::ReleaseAll).
+  void ReleaseConnections();
+  // The progress thread stops (at exit, before static objects go).
+  void StopProgress() { eng().Stop(); }
   // Work was posted (a WR, a CM request): a napping progress thread wakes.
   void Kick() {
     if (cfg_.progress_thread) eng().Kick();

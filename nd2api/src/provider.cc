@@ -170,13 +170,62 @@ HRESULT FillAddressList(const std::vector<wire::IpAddr>& ips, SOCKET_ADDRESS_LIS
 
 // ---- the provider ------------------------------------------------------------------------------------
 
+// The provider's life, as Microsoft's ndsupport (ndfrmwrk.cpp) gives it to
+// applications: NdStartup counts a reference, NdCleanup drops one and returns
+// S_OK (ND_DEVICE_NOT_READY with none to drop). When the last goes, the
+// helpers stop answering (ND_DEVICE_NOT_READY: the provider is closed), but
+// objects the application still holds keep working — on Windows they hold the
+// provider DLL loaded — and the adapters are torn down when the last of them
+// is released (Adapter::Release) or, if never, at process exit. A closed
+// provider still alive is opened again by the next NdStartup. Before it goes,
+// every adapter lingers (kLingerNs at most) until the DREQs, REJs and RTUs its
+// connection manager owes are on the wire and answered; at exit the
+// connections still open are released first (DREQ / REJ), as the kernel's CM
+// does for a process that dies with rdma_cm IDs open.
 namespace {
 std::mutex g_mu;
 int g_startups = 0;
-Provider* g_provider = nullptr;
+Provider* g_provider = nullptr;  // open (g_startups > 0) or closed with objects alive
+bool g_atexit = false;
+constexpr uint64_t kLingerNs = 1'000'000'000;
+
+// Every adapter's references are the provider's own.
+bool Unreferenced(const Provider& p) {
+  for (const auto& a : p.adapters())
+    if (a->refs() > 1) return false;
+  return true;
+}
+
+// Tears the provider down (g_mu held): lingers for what it owes, then closes
+// the adapters.
+void Teardown() {
+  for (const auto& a : g_provider->adapters()) a->Linger(kLingerNs);
+  SetProgressHook(nullptr);
+  delete g_provider;
+  g_provider = nullptr;
+}
+
+// At exit, a provider still alive (no NdCleanup, or objects never released):
+// its connections end on the wire, its progress threads stop before the
+// process's static objects go. Nothing is freed: other threads may still
+// hold the objects.
+void AtExit() {
+  std::unique_lock<std::mutex> l(g_mu, std::try_to_lock);
+  if (!l.owns_lock() || !g_provider) return;
+  StopCompletingOverlapped();
+  for (const auto& a : g_provider->adapters()) a->ReleaseConnections();
+  for (const auto& a : g_provider->adapters()) a->Linger(kLingerNs);
+  for (const auto& a : g_provider->adapters()) a->StopProgress();
+}
 }  // namespace
 
-Provider* Provider::Get() { return g_provider; }
+Provider* Provider::Get() { return g_startups > 0 ? g_provider : nullptr; }
+Provider* Provider::Live() { return g_provider; }
+
+void Provider::AdapterUnreferenced() {
+  std::lock_guard<std::mutex> l(g_mu);
+  if (g_provider && g_startups == 0 && Unreferenced(*g_provider)) Teardown();
+}
 
 HRESULT Provider::QueryInterface(REFIID riid, void** ppv) {
   if (!ppv) return E_POINTER;
@@ -243,7 +292,7 @@ uint64_t MonoNs() {
 }
 
 bool InlineWaitHook(uint32_t budget_ms) {
-  Provider* p = Provider::Get();
+  Provider* p = Provider::Live();
   if (!p) return false;
   if (p->PollInline()) {
     t_idle_since = t_nap = 0;
@@ -271,6 +320,8 @@ HRESULT StartupFailed(const std::string& message) {
 HRESULT Provider::Startup() {
   std::lock_guard<std::mutex> l(g_mu);
   if (g_startups++ > 0) return ND_SUCCESS;
+  if (g_provider) return ND_SUCCESS;  // closed, with objects alive: open again
+  if (!g_atexit) g_atexit = std::atexit(AtExit) == 0;
   // Every failure: ND_DEVICE_NOT_READY and one line on stderr naming the
   // file, the [section] and the key.
   auto cfg = LoadNd2Config();
@@ -329,6 +380,7 @@ HRESULT Provider::Startup() {
     eo.burst = a.burst;
     eo.tx_on_post = a.send_at_post;
     eo.idle_yield = a.progress_thread && ProgressYields(a.progress_yield, progress_threads, cpus);
+    eo.adaptive_yield = a.progress_thread && a.progress_yield < 0;  // auto: also while contended
     if (a.selective_repair >= 0) eo.cm.selective_repair = a.selective_repair != 0;
     auto host = tools::OpenStackHost(profiles[i], eo);
     if (!host.ok()) {
@@ -348,29 +400,11 @@ HRESULT Provider::Startup() {
 
 HRESULT Provider::Cleanup() {
   std::lock_guard<std::mutex> l(g_mu);
-  if (g_startups == 0) return ND_SUCCESS;
-  if (g_startups > 1) {
-    --g_startups;
-    return ND_SUCCESS;
-  }
-  // The last one. An adapter the application still holds (directly or
-  // through an object made from it) stays up, and so does everything: the
-  // objects stay usable and the call can be repeated once they are released.
-  for (auto& a : g_provider->adapters_) {
-    a->AddRef();
-    const ULONG refs = a->Release();  // the provider's own reference is 1
-    if (refs > 1) {
-      std::fprintf(stderr,
-                   "libnd2: NdCleanup: an adapter still has %u references (objects not released); "
-                   "the provider stays up\n",
-                   static_cast<unsigned>(refs - 1));
-      return ND_DEVICE_BUSY;
-    }
-  }
-  g_startups = 0;
-  SetProgressHook(nullptr);
-  delete g_provider;
-  g_provider = nullptr;
+  if (g_startups == 0) return ND_DEVICE_NOT_READY;
+  if (--g_startups > 0) return ND_SUCCESS;
+  // The last one: torn down now if the application holds nothing made from
+  // an adapter, else when it releases the last of it (AdapterUnreferenced).
+  if (Unreferenced(*g_provider)) Teardown();
   return ND_SUCCESS;
 }
 
@@ -503,6 +537,6 @@ HRESULT DllGetClassObject(const GUID& clsid, REFIID riid, void** ppv) {
   return S_OK;
 }
 
-HRESULT DllCanUnloadNow(void) { return Provider::Get() ? S_FALSE : S_OK; }
+HRESULT DllCanUnloadNow(void) { return Provider::Live() ? S_FALSE : S_OK; }
 
 }  // extern "C"

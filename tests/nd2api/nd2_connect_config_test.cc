@@ -60,7 +60,8 @@ TEST_P(Nd2Config, BadFileFailsNdStartupNamingFileAndKey) {
   // Nothing started.
   SIZE_T cb = 0;
   EXPECT_EQ(static_cast<uint32_t>(NdQueryAddressList(0, nullptr, &cb)), static_cast<uint32_t>(ND_DEVICE_NOT_READY));
-  EXPECT_EQ(NdCleanup(), ND_SUCCESS);
+  // Nothing to clean up (Microsoft's ndsupport says so too).
+  EXPECT_EQ(static_cast<uint32_t>(NdCleanup()), static_cast<uint32_t>(ND_DEVICE_NOT_READY));
   unlink(path.c_str());
 }
 
@@ -186,7 +187,8 @@ TEST_P(Nd2SendAtPost, KeyDecidesWhetherTheSendLeavesInTheCall) {
   const bool at_post = key != "send_at_post = off\n";
   const std::string path =
       Write("send_at_post.ini",
-            kGood0 + key + "[adapter1]\n" + kRing1 + "ip = 10.0.0.2/24\nip6 = fd00::2/64\nprogress = thread\n");
+            kGood0 + "progress = inline\n" + key + "[adapter1]\n" + kRing1 +
+                "ip = 10.0.0.2/24\nip6 = fd00::2/64\nprogress = thread\n");
   auto [h, err] = Start(path);
   ASSERT_EQ(h, ND_SUCCESS) << err;
   {

@@ -158,15 +158,29 @@ TEST_P(Nd2Connect, NdSupportHelpers) {
   EXPECT_HR(NdOpenV1Adapter(Sa(mine), sizeof mine, &v1), ND_NOT_SUPPORTED);
   EXPECT_EQ(v1, nullptr);
 
-  // NdCleanup while an adapter is still referenced: refused, nothing torn down.
+  // NdCleanup while an adapter is still referenced: S_OK, as Microsoft's
+  // ndsupport (it drops its reference; the objects keep the provider loaded).
+  // The helpers answer ND_DEVICE_NOT_READY from then on; the adapter and what
+  // is made from it keep working until released.
   ASSERT_HR(NdStartup(), ND_SUCCESS);  // nested
   EXPECT_HR(NdCleanup(), ND_SUCCESS);  // the nested one
+  EXPECT_HR(NdCheckAddress(Sa(mine), sizeof mine), ND_SUCCESS);
+  EXPECT_HR(NdCleanup(), ND_SUCCESS);  // the last, with the adapter alive
+  EXPECT_HR(NdCheckAddress(Sa(mine), sizeof mine), ND_DEVICE_NOT_READY);
+  Owned<IND2Adapter> again;
+  EXPECT_HR(NdOpenAdapter(IID_IND2Adapter, Sa(mine), sizeof mine, again.pv()), ND_DEVICE_NOT_READY);
   HANDLE f = nullptr;
-  EXPECT_HR(NdCleanup(), ND_DEVICE_BUSY);
   EXPECT_HR(ad->CreateOverlappedFile(&f), ND_SUCCESS);  // still usable
   CloseHandle(f);
+  EXPECT_HR(NdCleanup(), ND_DEVICE_NOT_READY);  // nothing left to drop
+  // A closed provider whose objects live is opened again by NdStartup, and
+  // the objects still work in it.
+  ASSERT_HR(NdStartup(), ND_SUCCESS);
+  EXPECT_HR(NdCheckAddress(Sa(mine), sizeof mine), ND_SUCCESS);
+  EXPECT_HR(ad->CreateOverlappedFile(&f), ND_SUCCESS);
+  CloseHandle(f);
   ad.reset();
-  // ~Process: NdCleanup succeeds now.
+  // ~Process: its NdCleanup is the last and tears the provider down.
 }
 
 // ---- connector: Bind, addresses --------------------------------------------------------------------

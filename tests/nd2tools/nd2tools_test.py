@@ -30,6 +30,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from ndnet import CaseFailure, Net, check, read, wait_all, wait_for_text, write_config  # noqa: E402
+
 RUN_TIMEOUT = 90          # seconds, one program run
 MAX_XFER = 4 * 1024 * 1024
 HDR_LEN = 40
@@ -37,17 +40,8 @@ MAX_VOLUME = 500 * MAX_XFER
 MAX_ITERATIONS = {"ping": 500000, "pingpong": 100000, "rping": 500000, "rpingpong": 100000}
 
 
-class CaseFailure(Exception):
-    pass
-
-
 def log(msg):
     print(msg, flush=True)
-
-
-def check(cond, msg):
-    if not cond:
-        raise CaseFailure(msg)
 
 
 def schedule(prog, iters, warmup, min_size=1, max_size=MAX_XFER):
@@ -63,14 +57,6 @@ def schedule(prog, iters, warmup, min_size=1, max_size=MAX_XFER):
         phases += 1
         s *= 2
     return n, b, phases
-
-
-def write_config(path, sections):
-    with open(path, "w") as f:
-        for name, keys in sections.items():
-            f.write(f"[{name}]\n")
-            for k, v in keys.items():
-                f.write(f"{k} = {v}\n")
 
 
 def run(cmd, env, timeout=RUN_TIMEOUT):
@@ -262,101 +248,6 @@ def case_loopback(tools, tmp, prog):
 
 
 # ---- pair (two processes, two taps on a bridge in a namespace) --------------------------------
-
-class Net:
-    """A network namespace with a bridge; taps that DPDK creates in it are attached as they appear."""
-
-    def __init__(self):
-        tag = f"{os.getpid() % 100000}"
-        self.ns = f"ndt{tag}"
-        self.taps = {"server": f"ndts{tag}", "client": f"ndtc{tag}"}
-        self.procs = []
-
-    def sh(self, *args, check_rc=True):
-        p = subprocess.run(["ip", "-n", self.ns] + list(args), stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=30)
-        if check_rc and p.returncode != 0:
-            raise CaseFailure(f"ip -n {self.ns} {' '.join(args)}: {p.stdout.strip()}")
-        return p.returncode
-
-    def __enter__(self):
-        subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL)
-        subprocess.run(["ip", "netns", "add", self.ns], check=True, timeout=30)
-        subprocess.run(["ip", "netns", "exec", self.ns, "sysctl", "-qw",
-                        "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"],
-                       check=True, timeout=30)
-        self.sh("link", "set", "lo", "up")
-        self.sh("link", "add", "ndtbr", "type", "bridge", "forward_delay", "0")
-        self.sh("link", "set", "ndtbr", "up")
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-        subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL, timeout=30)
-        return False
-
-    def config(self, tmp, role, progress="inline"):
-        n = 1 if role == "server" else 2
-        path = os.path.join(tmp, f"{role}.ini")
-        write_config(path, {"adapter0": {
-            "profile": "net_tap.ini", "iface": self.taps[role], "ip": f"198.18.77.{n}/24",
-            "port.ipv6": f"fd00:77::{n}/64", "port.mac": f"02:00:c6:12:4d:0{n}",
-            "progress": progress}})
-        return path
-
-    def start(self, tmp, role, cmd, config):
-        out = open(os.path.join(tmp, f"{role}.out"), "w+")
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns, "env", f"ND2_CONFIG={config}"] + cmd,
-                             stdout=out, stderr=subprocess.STDOUT, text=True)
-        p.out = out
-        self.procs.append(p)
-        # Join the tap to the bridge as soon as the program has created it.
-        deadline = time.monotonic() + 30
-        while self.sh("link", "show", self.taps[role], check_rc=False) != 0:
-            if p.poll() is not None:
-                raise CaseFailure(f"{role} exited ({p.returncode}) before its tap appeared:\n{read(p)}")
-            if time.monotonic() > deadline:
-                raise CaseFailure(f"{role}: tap {self.taps[role]} never appeared")
-            time.sleep(0.02)
-        self.sh("link", "set", self.taps[role], "master", "ndtbr", "up")
-        return p
-
-
-def read(p):
-    p.out.flush()
-    p.out.seek(0)
-    return p.out.read()
-
-
-def wait_for_text(p, text, timeout=30):
-    deadline = time.monotonic() + timeout
-    while text not in read(p):
-        if p.poll() is not None:
-            raise CaseFailure(f"exited ({p.returncode}) before printing '{text}':\n{read(p)}")
-        if time.monotonic() > deadline:
-            raise CaseFailure(f"no '{text}' after {timeout} s")
-        time.sleep(0.02)
-
-
-def wait_all(procs, timeout=RUN_TIMEOUT):
-    """Waits for every process; once one fails, the others are killed (their peer is gone)."""
-    deadline = time.monotonic() + timeout
-    while any(p.poll() is None for p in procs):
-        if any(p.poll() not in (None, 0) for p in procs) or time.monotonic() > deadline:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            break
-        time.sleep(0.05)
-    return [p.returncode for p in procs]
-
 
 def pair_once(tools, tmp, net, prog, mode, server_extra, client_extra, progress="inline"):
     common = ["--verify", "--timeout", str(RUN_TIMEOUT - 10)] + mode

@@ -208,7 +208,7 @@ HRESULT Adapter::CreateSharedReceiveQueue(REFIID iid, HANDLE file, ULONG depth, 
   if (threshold > depth) return ND_INVALID_PARAMETER_5;
   SharedReceiveQueue* srq;
   try {
-    srq = new SharedReceiveQueue(this, f, depth, max_sge, threshold);
+    srq = new SharedReceiveQueue(this, f, depth, Limits::RoundSge(max_sge), threshold);
   } catch (const std::bad_alloc&) {
     return ND_NO_MEMORY;
   }
@@ -254,8 +254,8 @@ HRESULT Adapter::CreateQueuePair(REFIID iid, IUnknown* rcq, IUnknown* icq, VOID*
   rc::QpCaps caps;
   caps.sq_depth = iq_depth;
   caps.rq_depth = rq_depth;
-  caps.max_send_sge = max_isge;
-  caps.max_recv_sge = max_rsge;
+  caps.max_send_sge = Limits::RoundSge(max_isge);
+  caps.max_recv_sge = Limits::RoundSge(max_rsge);
   caps.max_inline = inline_size;
   HRESULT h = qp->Init(caps);
   if (SUCCEEDED(h)) h = qp->QueryInterface(iid, pp);
@@ -285,7 +285,7 @@ HRESULT Adapter::CreateQueuePairWithSrq(REFIID iid, IUnknown* rcq, IUnknown* icq
   }
   rc::QpCaps caps;
   caps.sq_depth = iq_depth;
-  caps.max_send_sge = max_isge;
+  caps.max_send_sge = Limits::RoundSge(max_isge);
   caps.max_recv_sge = s->max_sge();
   caps.max_inline = inline_size;
   HRESULT h = qp->Init(caps);

@@ -76,6 +76,17 @@ struct Limits {
   static constexpr ULONG kMaxReadLimit = 16;                   // inbound / outbound
   static constexpr ULONG kMaxTransfer = rc::kMaxMessage;       // 2^31 - 1
   static constexpr SIZE_T kMaxRegistration = SIZE_T{1} << 40;
+  // A queue's SGE limit as created: what it was asked for rounded up to a
+  // multiple of kSgeGranule (at most kMaxSge). Windows providers round to
+  // their WQE size the same way (a 64-byte building block holds four
+  // 16-byte SGEs), and Microsoft's ndmw posts 2 SGEs on a queue pair it
+  // created for 1. The storage per request slot is sized for the rounded
+  // count.
+  static constexpr ULONG kSgeGranule = 4;
+  static constexpr ULONG RoundSge(ULONG n) {
+    const ULONG r = (n + kSgeGranule - 1) / kSgeGranule * kSgeGranule;
+    return r < kMaxSge ? r : kMaxSge;
+  }
   static constexpr ULONG kMaxCallerData = cm::kMaxReqPrivateData;   // 56
   static constexpr ULONG kMaxCalleeData = cm::kMaxRejPrivateData;   // 148
 };

@@ -352,9 +352,10 @@ HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, 
   if (!buf) return ND_INVALID_PARAMETER_4;
   constexpr ULONG kAllowed =
       ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE | ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE;
-  // At least one of ALLOW_READ / ALLOW_WRITE (IND2QueuePair::Bind).
-  if ((flags & ~kAllowed) || !(flags & (ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE)))
-    return ND_INVALID_PARAMETER_6;
+  // The page asks for at least one of ALLOW_READ / ALLOW_WRITE; Windows
+  // providers take neither (ndmemorytest's NdMRDeregister binds with flags 0
+  // and expects success): a window no peer may use.
+  if (flags & ~kAllowed) return ND_INVALID_PARAMETER_6;
   const auto addr = reinterpret_cast<uint64_t>(buf);
   rc::SendWr w;
   w.context = reinterpret_cast<uint64_t>(ctx);

@@ -582,15 +582,16 @@ TEST_P(Nd2Cq, SharedReceiveQueueReceiveReturnValues) {
   ASSERT_EQ(e.adapter->CreateSharedReceiveQueue(IID_IND2SharedReceiveQueue, e.file, 3, 2, 0, 0, 0,
                                                 reinterpret_cast<void**>(&srq)),
             ND_SUCCESS);
-  ND2_SGE three[3] = {e.Sge(0, 1), e.Sge(1, 1), e.Sge(2, 1)};
-  EXPECT_EQ(srq->Receive(nullptr, three, 3), ND_DATA_OVERRUN);
+  // Created for 2 SGEs, rounded up to 4 (Limits::RoundSge).
+  ND2_SGE five[5] = {e.Sge(0, 1), e.Sge(1, 1), e.Sge(2, 1), e.Sge(3, 1), e.Sge(4, 1)};
+  EXPECT_EQ(srq->Receive(nullptr, five, 5), ND_DATA_OVERRUN);
   ND2_SGE huge[2] = {{e.buf.data(), info.MaxTransferLength, e.mr->GetLocalToken()}, e.Sge(0, 1)};
   EXPECT_EQ(srq->Receive(nullptr, huge, 2), ND_BUFFER_OVERFLOW);
   EXPECT_EQ(srq->Receive(nullptr, nullptr, 2), ND_INVALID_PARAMETER_2);
   EXPECT_EQ(srq->Receive(nullptr, nullptr, 0), ND_SUCCESS);  // zero-byte receive
-  EXPECT_EQ(srq->Receive(nullptr, three, 2), ND_SUCCESS);
-  EXPECT_EQ(srq->Receive(nullptr, three, 1), ND_SUCCESS);
-  EXPECT_EQ(srq->Receive(nullptr, three, 1), ND_NO_MORE_ENTRIES);
+  EXPECT_EQ(srq->Receive(nullptr, five, 2), ND_SUCCESS);
+  EXPECT_EQ(srq->Receive(nullptr, five, 1), ND_SUCCESS);
+  EXPECT_EQ(srq->Receive(nullptr, five, 1), ND_NO_MORE_ENTRIES);
   // Affinity and interfaces, as for the CQ.
   USHORT g = 1;
   KAFFINITY aff = 0;

@@ -157,15 +157,15 @@ class Nd2QpInline : public ::testing::Test {
 TEST_F(Nd2QpInline, PostReturnValues) {
   QpSizes sz;
   sz.iq = 4;
-  sz.isge = 2;
+  sz.isge = 2;  // rounded up to 4 (Limits::RoundSge)
   Pair p;
   ASSERT_NO_FATAL_FAILURE(p.Open(sz));
   const ND2_ADAPTER_INFO info = QueryInfo(p.a.adapter);
   const UINT32 rt = p.b.mr->GetRemoteToken();
-  ND2_SGE three[3] = {p.a.Sge(0, 1), p.a.Sge(1, 1), p.a.Sge(2, 1)};
-  EXPECT_EQ(p.a.qp->Send(nullptr, three, 3, 0), ND_DATA_OVERRUN);
-  EXPECT_EQ(p.a.qp->Write(nullptr, three, 3, p.b.Va(0), rt, 0), ND_DATA_OVERRUN);
-  EXPECT_EQ(p.a.qp->Read(nullptr, three, 3, p.b.Va(0), rt, 0), ND_DATA_OVERRUN);
+  ND2_SGE five[5] = {p.a.Sge(0, 1), p.a.Sge(1, 1), p.a.Sge(2, 1), p.a.Sge(3, 1), p.a.Sge(4, 1)};
+  EXPECT_EQ(p.a.qp->Send(nullptr, five, 5, 0), ND_DATA_OVERRUN);
+  EXPECT_EQ(p.a.qp->Write(nullptr, five, 5, p.b.Va(0), rt, 0), ND_DATA_OVERRUN);
+  EXPECT_EQ(p.a.qp->Read(nullptr, five, 5, p.b.Va(0), rt, 0), ND_DATA_OVERRUN);
   // Two SGEs whose lengths add up to MaxTransferLength + 1 (never touched: refused at once).
   ND2_SGE huge[2] = {{p.a.buf.data(), info.MaxTransferLength / 2 + 1, p.a.mr->GetLocalToken()},
                      {p.a.buf.data(), info.MaxTransferLength / 2 + 1, p.a.mr->GetLocalToken()}};
@@ -213,18 +213,48 @@ TEST_F(Nd2QpInline, PostReturnValues) {
   for (int i = 0; i < 3; i++) EXPECT_EQ(p.b.NextR().Status, ND_SUCCESS);
 }
 
+// SGE limits are rounded up to a multiple of 4 (Limits::RoundSge), as Windows
+// providers round them to their WQE size: Microsoft's ndmw creates its queue
+// pair for 1 SGE and Sends 2. Created for 1 each way: 2 and 4 SGEs post and
+// land in order, 5 are refused (ND_DATA_OVERRUN) on either queue.
+TEST_F(Nd2QpInline, SgeLimitsAreRoundedUpAsWindowsProvidersDo) {
+  QpSizes sz;
+  sz.isge = 1;
+  sz.rsge = 1;
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.Open(sz));
+  for (int i = 0; i < 8; i++) p.a.buf[i] = static_cast<char>('a' + i);
+  ND2_SGE two[2] = {p.a.Sge(0, 3), p.a.Sge(3, 5)};
+  ND2_SGE recv4[4] = {p.b.Sge(0, 2), p.b.Sge(100, 2), p.b.Sge(200, 2), p.b.Sge(300, 2)};
+  ASSERT_EQ(p.b.qp->Receive(reinterpret_cast<void*>(1), recv4, 4), ND_SUCCESS);
+  ASSERT_EQ(p.a.qp->Send(reinterpret_cast<void*>(2), two, 2, 0), ND_SUCCESS);
+  EXPECT_EQ(p.a.NextI().Status, ND_SUCCESS);
+  ND2_RESULT r = p.b.NextR();
+  EXPECT_EQ(r.Status, ND_SUCCESS);
+  EXPECT_EQ(r.BytesTransferred, 8u);
+  for (int i = 0; i < 8; i++) EXPECT_EQ(p.b.buf[100 * (i / 2) + i % 2], 'a' + i) << i;
+  ND2_SGE five[5] = {p.a.Sge(0, 1), p.a.Sge(1, 1), p.a.Sge(2, 1), p.a.Sge(3, 1), p.a.Sge(4, 1)};
+  EXPECT_EQ(p.a.qp->Send(nullptr, five, 4, 0), ND_SUCCESS);  // no receive: left queued
+  EXPECT_EQ(p.a.qp->Send(nullptr, five, 5, 0), ND_DATA_OVERRUN);
+  ND2_SGE rfive[5] = {p.b.Sge(0, 1), p.b.Sge(1, 1), p.b.Sge(2, 1), p.b.Sge(3, 1), p.b.Sge(4, 1)};
+  EXPECT_EQ(p.b.qp->Receive(nullptr, rfive, 5), ND_DATA_OVERRUN);
+  EXPECT_EQ(p.b.qp->Receive(nullptr, rfive, 4), ND_SUCCESS);
+  EXPECT_EQ(p.a.NextI().Status, ND_SUCCESS);
+  EXPECT_EQ(p.b.NextR().BytesTransferred, 4u);
+}
+
 // Receive's return values: ND_NO_MORE_ENTRIES (receive queue full),
 // ND_DATA_OVERRUN (SGEs above maxReceiveRequestSge), ND_BUFFER_OVERFLOW (more
 // than MaxTransferLength), ND_INVALID_PARAMETER_2 (a count without an array).
 TEST_F(Nd2QpInline, ReceiveReturnValues) {
   QpSizes sz;
   sz.rq = 3;
-  sz.rsge = 2;
+  sz.rsge = 2;  // rounded up to 4 (Limits::RoundSge)
   Endpoint e;
   ASSERT_NO_FATAL_FAILURE(e.Open(kIpA, sz));
   const ND2_ADAPTER_INFO info = QueryInfo(e.adapter);
-  ND2_SGE three[3] = {e.Sge(0, 1), e.Sge(1, 1), e.Sge(2, 1)};
-  EXPECT_EQ(e.qp->Receive(nullptr, three, 3), ND_DATA_OVERRUN);
+  ND2_SGE three[5] = {e.Sge(0, 1), e.Sge(1, 1), e.Sge(2, 1), e.Sge(3, 1), e.Sge(4, 1)};
+  EXPECT_EQ(e.qp->Receive(nullptr, three, 5), ND_DATA_OVERRUN);
   ND2_SGE huge[2] = {{e.buf.data(), info.MaxTransferLength, e.mr->GetLocalToken()}, e.Sge(0, 1)};
   EXPECT_EQ(e.qp->Receive(nullptr, huge, 2), ND_BUFFER_OVERFLOW);
   EXPECT_EQ(e.qp->Receive(nullptr, nullptr, 1), ND_INVALID_PARAMETER_2);
@@ -277,8 +307,9 @@ TEST_P(Nd2Qp, InlineSendAndWrite) {
   EXPECT_EQ(p.a.qp->Send(nullptr, &big, 1, ND_OP_FLAG_INLINE), ND_BUFFER_OVERFLOW);
   EXPECT_EQ(p.a.qp->Write(nullptr, &big, 1, p.b.Va(0), p.b.mr->GetRemoteToken(), ND_OP_FLAG_INLINE),
             ND_BUFFER_OVERFLOW);
-  // Without INLINE the SGE limit holds.
-  EXPECT_EQ(p.a.qp->Send(nullptr, s, 2, 0), ND_DATA_OVERRUN);
+  // Without INLINE the SGE limit holds (1 asked for, 4 as rounded up).
+  const ND2_SGE five[5] = {s[0], s[1], s[2], s[3], s[0]};
+  EXPECT_EQ(p.a.qp->Send(nullptr, five, 5, 0), ND_DATA_OVERRUN);
   // Inline, the count is bounded by the inline size (64 here): 65 empty SGEs are refused.
   std::vector<ND2_SGE> empty(65, ND2_SGE{parts[0], 0, 0});
   EXPECT_EQ(p.a.qp->Send(nullptr, empty.data(), 65, ND_OP_FLAG_INLINE), ND_DATA_OVERRUN);

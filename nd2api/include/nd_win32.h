@@ -16,7 +16,14 @@
 //     and SOCKET_ADDRESS_LIST (24 bytes).
 //   - The overlapped contract: events, waits and I/O completion ports. These functions are
 //     only DECLARED here: libnd2 implements them (see "Functions implemented by libnd2").
-//   - Interlocked*, RtlZeroMemory, CONTAINING_RECORD, min / max: inline, here.
+//   - Interlocked* (32-bit, 64-bit, pointers), MemoryBarrier, YieldProcessor, RtlZeroMemory,
+//     CONTAINING_RECORD, _countof / ARRAYSIZE, UNREFERENCED_PARAMETER, min / max: inline, here.
+//   - MSVC's declaration specifiers: __declspec(align(n) / noinline / novtable / ...),
+//     __forceinline, the calling conventions (__cdecl, __stdcall, ...: empty).
+//
+// The Windows console layer (windows.h, tchar.h, winsock2.h, ...: threads, time, memory,
+// Winsock's startup and address parsing, MSVC's printf) is NOT here: it has its own headers,
+// which include this one. A program that includes only the ND headers keeps glibc's stdio.
 //
 // Legacy SAL names. `__in` and `__out` are also ordinary identifiers inside libstdc++ (for
 // example in <tuple>, <algorithm>, <istream>, <thread>). Once they are empty macros, a standard
@@ -78,14 +85,51 @@
 #define ND_WIN32_INLINE_ static inline
 #endif
 
-// Calling conventions and declaration specifiers: meaningless on Linux, kept for source.
+// Calling conventions: meaningless on x86-64 Linux (one convention), kept for source.
 #define __stdcall
 #define __cdecl
-#define __declspec(x)
+#define __fastcall
+#define __thiscall
+#define __vectorcall
 #define WINAPI
+#define WINAPIV
+#define APIENTRY
 #define CALLBACK
 #define STDMETHODCALLTYPE
+
+// __declspec(x): each MSVC specifier becomes its GCC attribute (align(n), noinline, noreturn,
+// nothrow, thread, selectany, deprecated, restrict, noalias) or nothing where Linux has no
+// equivalent (novtable: GCC builds no vtable a constructor could skip; dllimport / dllexport:
+// the default visibility; uuid(...), allocator, safebuffers, empty_bases). Any other specifier
+// is a compile error naming ND_WIN32_DECLSPEC_<specifier>, not silently dropped.
+#define __declspec(x) ND_WIN32_DECLSPEC_##x
+#define ND_WIN32_DECLSPEC_align(n) __attribute__((aligned(n)))
+#define ND_WIN32_DECLSPEC_noinline __attribute__((noinline))
+#define ND_WIN32_DECLSPEC_noreturn __attribute__((noreturn))
+#define ND_WIN32_DECLSPEC_nothrow __attribute__((nothrow))
+#define ND_WIN32_DECLSPEC_thread __thread
+#define ND_WIN32_DECLSPEC_selectany __attribute__((weak))
+#define ND_WIN32_DECLSPEC_deprecated __attribute__((deprecated))
+#define ND_WIN32_DECLSPEC_restrict
+#define ND_WIN32_DECLSPEC_noalias
+#define ND_WIN32_DECLSPEC_novtable
+#define ND_WIN32_DECLSPEC_dllimport
+#define ND_WIN32_DECLSPEC_dllexport __attribute__((visibility("default")))
+#define ND_WIN32_DECLSPEC_uuid(x)
+#define ND_WIN32_DECLSPEC_allocator
+#define ND_WIN32_DECLSPEC_safebuffers
+#define ND_WIN32_DECLSPEC_empty_bases
 #define DECLSPEC_NOVTABLE
+#define DECLSPEC_NOINLINE __attribute__((noinline))
+#define DECLSPEC_NORETURN __attribute__((noreturn))
+#define DECLSPEC_ALIGN(n) __attribute__((aligned(n)))
+#define DECLSPEC_SELECTANY __attribute__((weak))
+#define DECLSPEC_NOTHROW __attribute__((nothrow))
+#define DECLSPEC_UUID(x)
+
+// Inlining keywords. __forceinline is `inline` that GCC must honour (always_inline).
+#define __forceinline inline __attribute__((always_inline))
+#define FORCEINLINE __forceinline
 
 // ---- Types -----------------------------------------------------------------------------
 // Windows is LLP64: `long` is 32-bit there. Never use `long` for these on Linux.
@@ -270,6 +314,11 @@ static inline int IsEqualGUID(REFGUID a, REFGUID b) {
 // ---- Result codes ----------------------------------------------------------------------
 // An HRESULT is negative on failure. The ND status codes are in ndstatus.h.
 
+// An NTSTATUS constant. ndstatus.h, ntstatus.h and windows.h spell every STATUS_* value with it
+// (token for token the same definition), so that a value defined by two of them is an
+// identical, warning-free redefinition.
+#define ND_NTSTATUS_(value) ND_WIN32_CAST_(NTSTATUS, value)
+
 #define SUCCEEDED(hr) (ND_WIN32_CAST_(HRESULT, hr) >= 0)
 #define FAILED(hr) (ND_WIN32_CAST_(HRESULT, hr) < 0)
 #define NT_SUCCESS(status) (ND_WIN32_CAST_(NTSTATUS, status) >= 0)
@@ -314,8 +363,12 @@ static inline HRESULT HRESULT_FROM_WIN32(DWORD x) {
 
 #define INFINITE 0xFFFFFFFFu
 #define WAIT_OBJECT_0 0x00000000u
+#define WAIT_ABANDONED 0x00000080u  // (mutexes; never returned here)
+#define WAIT_ABANDONED_0 0x00000080u
+#define WAIT_IO_COMPLETION 0x000000C0u  // (alertable waits; never returned here)
 #define WAIT_TIMEOUT 0x00000102u  // also GetLastError() after a timed-out port wait
 #define WAIT_FAILED 0xFFFFFFFFu
+#define MAXIMUM_WAIT_OBJECTS 64  // WaitForMultipleObjects' limit
 
 // ---- COM ---------------------------------------------------------------------------------
 // Interfaces are structs of pure virtual functions, no data, single inheritance: slots 0-2 are
@@ -525,23 +578,79 @@ typedef IUnknown* LPUNKNOWN;
   ((type*)((ULONG_PTR)(address) - offsetof(type, field)))
 #endif
 
-// Interlocked operations: full barriers (sequentially consistent), as on Windows.
-// Increment / Decrement return the new value; ExchangeAdd64 and CompareExchange the old one.
-ND_WIN32_INLINE_ LONG InterlockedIncrement(LONG volatile* addend) {
-  return __atomic_add_fetch(addend, 1, __ATOMIC_SEQ_CST);
+// Interlocked operations: full barriers (sequentially consistent), as on Windows, on 32-bit
+// (LONG), 64-bit (LONG64) and pointer operands. What each returns is Windows' rule:
+//   - Increment / Decrement / Add: the NEW value;
+//   - Exchange / ExchangeAdd / CompareExchange / And / Or / Xor: the value BEFORE the operation
+//     (CompareExchange stores `exchange` only when the old value equals `comparand`).
+#define ND_WIN32_INTERLOCKED_(suffix, T)                                                        \
+  ND_WIN32_INLINE_ T InterlockedIncrement##suffix(T volatile* addend) {                        \
+    return __atomic_add_fetch(addend, 1, __ATOMIC_SEQ_CST);                                    \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedDecrement##suffix(T volatile* addend) {                        \
+    return __atomic_sub_fetch(addend, 1, __ATOMIC_SEQ_CST);                                    \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedAdd##suffix(T volatile* addend, T value) {                     \
+    return __atomic_add_fetch(addend, value, __ATOMIC_SEQ_CST);                                \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedExchange##suffix(T volatile* target, T value) {                \
+    return __atomic_exchange_n(target, value, __ATOMIC_SEQ_CST);                               \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedExchangeAdd##suffix(T volatile* addend, T value) {             \
+    return __atomic_fetch_add(addend, value, __ATOMIC_SEQ_CST);                                \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedCompareExchange##suffix(T volatile* destination, T exchange,   \
+                                                        T comparand) {                         \
+    __atomic_compare_exchange_n(destination, &comparand, exchange, 0, __ATOMIC_SEQ_CST,        \
+                                __ATOMIC_SEQ_CST);                                             \
+    return comparand;                                                                          \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedAnd##suffix(T volatile* destination, T value) {                \
+    return __atomic_fetch_and(destination, value, __ATOMIC_SEQ_CST);                           \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedOr##suffix(T volatile* destination, T value) {                 \
+    return __atomic_fetch_or(destination, value, __ATOMIC_SEQ_CST);                            \
+  }                                                                                            \
+  ND_WIN32_INLINE_ T InterlockedXor##suffix(T volatile* destination, T value) {                \
+    return __atomic_fetch_xor(destination, value, __ATOMIC_SEQ_CST);                           \
+  }
+ND_WIN32_INTERLOCKED_(, LONG)
+ND_WIN32_INTERLOCKED_(64, LONG64)
+#undef ND_WIN32_INTERLOCKED_
+
+ND_WIN32_INLINE_ PVOID InterlockedExchangePointer(PVOID volatile* target, PVOID value) {
+  return __atomic_exchange_n(target, value, __ATOMIC_SEQ_CST);
 }
-ND_WIN32_INLINE_ LONG InterlockedDecrement(LONG volatile* addend) {
-  return __atomic_sub_fetch(addend, 1, __ATOMIC_SEQ_CST);
-}
-ND_WIN32_INLINE_ LONG64 InterlockedExchangeAdd64(LONG64 volatile* addend, LONG64 value) {
-  return __atomic_fetch_add(addend, value, __ATOMIC_SEQ_CST);
-}
-ND_WIN32_INLINE_ LONG InterlockedCompareExchange(LONG volatile* destination, LONG exchange,
-                                              LONG comparand) {
+ND_WIN32_INLINE_ PVOID InterlockedCompareExchangePointer(PVOID volatile* destination,
+                                                         PVOID exchange, PVOID comparand) {
   __atomic_compare_exchange_n(destination, &comparand, exchange, 0, __ATOMIC_SEQ_CST,
                               __ATOMIC_SEQ_CST);
   return comparand;
 }
+
+// A full memory barrier; a spin-wait hint.
+#define MemoryBarrier() __atomic_thread_fence(__ATOMIC_SEQ_CST)
+#if defined(__x86_64__) || defined(__i386__)
+#define YieldProcessor() __builtin_ia32_pause()
+#else
+#define YieldProcessor() ((void)0)
+#endif
+
+// The number of elements of an array. In C++ only an array compiles (a pointer is an error,
+// as with MSVC's template); in C it is the sizeof ratio.
+#ifdef __cplusplus
+template <class T, size_t N>
+char (*ND_Win32CountofHelper_(T (&)[N]))[N];
+#define _countof(array) (sizeof(*ND_Win32CountofHelper_(array)))
+#else
+#define _countof(array) (sizeof(array) / sizeof((array)[0]))
+#endif
+#ifndef ARRAYSIZE
+#define ARRAYSIZE(array) _countof(array)
+#endif
+
+#define UNREFERENCED_PARAMETER(p) ((void)(p))
+#define UNREFERENCED_LOCAL_VARIABLE(v) ((void)(v))
 
 // min / max as on Windows (windef.h has them as macros unless NOMINMAX): here they are
 // function templates, so std::min / std::max and <algorithm> keep working. Arguments of
@@ -567,9 +676,17 @@ constexpr std::common_type_t<A, B> max(A a, B b) {
 //   - CreateEvent(lpEventAttributes, bManualReset, bInitialState, lpName): an unnamed event
 //     (attributes and name must be NULL); NULL on failure (GetLastError says why).
 //     SetEvent / ResetEvent: TRUE on success.
-//   - WaitForSingleObject(event, ms): WAIT_OBJECT_0 when signalled (an auto-reset event is
-//     reset by the wait that returns), WAIT_TIMEOUT after `ms` milliseconds (INFINITE: never),
-//     WAIT_FAILED for a handle that is not an event.
+//   - WaitForSingleObject(handle, ms): waits on an event or a thread (windows.h's CreateThread).
+//     WAIT_OBJECT_0 when signalled (an auto-reset event is reset by the wait that returns; a
+//     thread is signalled once it has exited), WAIT_TIMEOUT after `ms` milliseconds (INFINITE:
+//     never), WAIT_FAILED (ERROR_INVALID_HANDLE) for a handle of another kind, or one closed
+//     while the wait runs.
+//   - WaitForMultipleObjects(n, handles, waitAll, ms): 1 to MAXIMUM_WAIT_OBJECTS events and
+//     threads, mixed. waitAll FALSE: WAIT_OBJECT_0 + i for the lowest i signalled (only that one
+//     is consumed). waitAll TRUE: WAIT_OBJECT_0 once all are signalled at the same time, every
+//     auto-reset event among them consumed at once (none while any is not). WAIT_TIMEOUT, or
+//     WAIT_FAILED: ERROR_INVALID_PARAMETER for a bad count or, with waitAll, one object named
+//     twice; ERROR_INVALID_HANDLE as for WaitForSingleObject.
 //   - CloseHandle: events, completion ports and the adapter's overlapped file. TRUE on success.
 //   - CreateIoCompletionPort(file, existingPort, key, threads): with file ==
 //     INVALID_HANDLE_VALUE and existingPort == NULL creates a port; with an overlapped file
@@ -588,6 +705,8 @@ HANDLE WINAPI CreateEventW(LPSECURITY_ATTRIBUTES lpEventAttributes, BOOL bManual
 BOOL WINAPI SetEvent(HANDLE hEvent);
 BOOL WINAPI ResetEvent(HANDLE hEvent);
 DWORD WINAPI WaitForSingleObject(HANDLE hHandle, DWORD dwMilliseconds);
+DWORD WINAPI WaitForMultipleObjects(DWORD nCount, const HANDLE* lpHandles, BOOL bWaitAll,
+                                    DWORD dwMilliseconds);
 BOOL WINAPI CloseHandle(HANDLE hObject);
 HANDLE WINAPI CreateIoCompletionPort(HANDLE FileHandle, HANDLE ExistingCompletionPort,
                                      ULONG_PTR CompletionKey, DWORD NumberOfConcurrentThreads);

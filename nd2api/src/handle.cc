@@ -1,5 +1,5 @@
-// handle.cc: the handle table, events, completion ports, overlapped files, request completion
-// and the progress hook (see handle.h).
+// handle.cc: the handle table, the waits (single and multiple), events, threads' waitable state,
+// completion ports, overlapped files, request completion and the progress hook (see handle.h).
 #include "nd2api/src/handle.h"
 
 #include <algorithm>
@@ -48,6 +48,10 @@ struct Globals {
   // WaitForOverlapped waiters.
   std::mutex ov_mu;
   std::condition_variable ov_cv;
+
+  // WaitForMultipleObjects waiters.
+  std::mutex multi_mu;
+  std::condition_variable multi_cv;
 };
 
 Globals& G() {
@@ -57,6 +61,7 @@ Globals& G() {
 
 std::atomic<bool> g_hook_set{false};
 std::atomic<int> g_overlapped_waiters{0};
+std::atomic<int> g_multi_waiters{0};
 thread_local const HookState* t_current_hook = nullptr;  // non-null inside the hook
 
 // ---- Handle values -------------------------------------------------------------------------
@@ -145,8 +150,12 @@ WaitOutcome WaitLoop(std::unique_lock<std::mutex>& lk, std::condition_variable& 
 void WakeAllWaiters() {
   for (const std::shared_ptr<Handle>& h : SnapshotHandles()) h->WakeWaiters();
   Globals& g = G();
-  std::lock_guard<std::mutex> lk(g.ov_mu);
-  g.ov_cv.notify_all();
+  {
+    std::lock_guard<std::mutex> lk(g.ov_mu);
+    g.ov_cv.notify_all();
+  }
+  std::lock_guard<std::mutex> lk(g.multi_mu);
+  g.multi_cv.notify_all();
 }
 
 void NotifyOverlappedWaiters() {
@@ -232,6 +241,109 @@ size_t OpenHandleCount() {
   return g.open;
 }
 
+// ---- Waitable objects -----------------------------------------------------------------------
+// WaitForMultipleObjects sleeps on Globals::multi_cv under multi_mu. A waitable that becomes
+// signalled (its own mu_ released) takes multi_mu before notifying, when such a wait exists:
+// the waiter counts itself (seq_cst) before it first looks at an object, so either it sees the
+// new state or the notifier sees the count and cannot notify before the waiter sleeps.
+
+namespace {
+void NotifyMultiWaiters() {
+  if (g_multi_waiters.load(std::memory_order_seq_cst) == 0) return;
+  Globals& g = G();
+  { std::lock_guard<std::mutex> lk(g.multi_mu); }
+  g.multi_cv.notify_all();
+}
+}  // namespace
+
+WaitOutcome Waitable::Wait(DWORD timeout_ms) {
+  std::unique_lock<std::mutex> lk(mu_);
+  return WaitLoop(lk, cv_, timeout_ms, [this]() -> std::optional<WaitOutcome> {
+    if (SignalledLocked()) {
+      ConsumeLocked();
+      return WaitOutcome::kReady;
+    }
+    if (closed_) return WaitOutcome::kClosed;
+    return std::nullopt;
+  });
+}
+
+void Waitable::NotifySignalled(bool all) {
+  if (all) {
+    cv_.notify_all();
+  } else {
+    cv_.notify_one();
+  }
+  NotifyMultiWaiters();
+}
+
+void Waitable::OnClose() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  NotifyMultiWaiters();
+}
+
+void Waitable::WakeWaiters() {
+  std::lock_guard<std::mutex> lk(mu_);
+  cv_.notify_all();
+}
+
+DWORD WaitForMultiple(const std::shared_ptr<Waitable>* objects, size_t count, bool wait_all,
+                      DWORD timeout_ms) {
+  // The objects' locks are taken in address order (each once), so that two waits over the
+  // same objects cannot deadlock, and a wait-all sees and consumes every object at one instant.
+  std::vector<Waitable*> order;
+  order.reserve(count);
+  for (size_t i = 0; i < count; ++i) order.push_back(objects[i].get());
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+
+  Globals& g = G();
+  g_multi_waiters.fetch_add(1, std::memory_order_seq_cst);
+  size_t index = 0;
+  WaitOutcome r;
+  {
+    std::unique_lock<std::mutex> lk(g.multi_mu);
+    r = WaitLoop(lk, g.multi_cv, timeout_ms, [&]() -> std::optional<WaitOutcome> {
+      for (Waitable* w : order) w->mu_.lock();
+      std::optional<WaitOutcome> out;
+      bool all = true;
+      for (size_t i = 0; i < count && !out; ++i) {
+        const Waitable* w = objects[i].get();
+        if (w->closed_) {
+          out = WaitOutcome::kClosed;
+        } else if (!w->SignalledLocked()) {
+          all = false;
+        } else if (!wait_all) {
+          objects[i]->ConsumeLocked();
+          index = i;
+          out = WaitOutcome::kReady;
+        }
+      }
+      if (!out && wait_all && all) {
+        for (Waitable* w : order) w->ConsumeLocked();
+        out = WaitOutcome::kReady;
+      }
+      for (Waitable* w : order) w->mu_.unlock();
+      return out;
+    });
+  }
+  g_multi_waiters.fetch_sub(1, std::memory_order_seq_cst);
+  switch (r) {
+    case WaitOutcome::kReady:
+      return WAIT_OBJECT_0 + static_cast<DWORD>(index);
+    case WaitOutcome::kTimeout:
+      return WAIT_TIMEOUT;
+    case WaitOutcome::kClosed:
+      break;
+  }
+  SetLastError(ERROR_INVALID_HANDLE);
+  return WAIT_FAILED;
+}
+
 // ---- Events ----------------------------------------------------------------------------------
 
 void Event::Set() {
@@ -240,11 +352,7 @@ void Event::Set() {
     if (signalled_) return;
     signalled_ = true;
   }
-  if (manual_reset_) {
-    cv_.notify_all();
-  } else {
-    cv_.notify_one();
-  }
+  NotifySignalled(manual_reset_);
 }
 
 void Event::Reset() {
@@ -252,27 +360,56 @@ void Event::Reset() {
   signalled_ = false;
 }
 
-WaitOutcome Event::Wait(DWORD timeout_ms) {
+// ---- Threads ---------------------------------------------------------------------------------
+
+void Thread::Finish(DWORD exit_code) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    exit_code_ = exit_code;
+    done_ = true;
+  }
+  NotifySignalled(true);
+}
+
+DWORD Thread::exit_code() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return exit_code_;
+}
+
+void Thread::Publish(DWORD id) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    id_ = id;
+    started_ = true;
+  }
+  cv_.notify_all();
+}
+
+DWORD Thread::WaitStarted() {
   std::unique_lock<std::mutex> lk(mu_);
-  return WaitLoop(lk, cv_, timeout_ms, [this]() -> std::optional<WaitOutcome> {
-    if (signalled_) {
-      if (!manual_reset_) signalled_ = false;
-      return WaitOutcome::kReady;
-    }
-    if (closed_) return WaitOutcome::kClosed;
-    return std::nullopt;
-  });
+  cv_.wait(lk, [this] { return started_; });
+  return id_;
 }
 
-void Event::OnClose() {
+void Thread::SetSuspended() {
   std::lock_guard<std::mutex> lk(mu_);
-  closed_ = true;
-  cv_.notify_all();
+  suspend_count_ = 1;
 }
 
-void Event::WakeWaiters() {
-  std::lock_guard<std::mutex> lk(mu_);
+DWORD Thread::Resume() {
+  DWORD previous;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    previous = suspend_count_;
+    if (suspend_count_ > 0) --suspend_count_;
+  }
   cv_.notify_all();
+  return previous;
+}
+
+void Thread::WaitResumed() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_.wait(lk, [this] { return suspend_count_ == 0; });
 }
 
 // ---- Completion ports ------------------------------------------------------------------------

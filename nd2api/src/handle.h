@@ -1,5 +1,5 @@
 // handle.h: libnd2's internal side of the Win32 subset that nd_win32.h declares (events, waits,
-// I/O completion ports, GetLastError). Not a public header: only nd2api/src and its tests
+// I/O completion ports, GetLastError) and of windows.h's threads. Not a public header: only nd2api/src and its tests
 // include it. What the ND2 objects use:
 //
 //   - Handle: the base of everything a HANDLE names, with a kind (event, completion port,
@@ -66,6 +66,7 @@ class Handle {
     kEvent,           // CreateEvent: Event
     kCompletionPort,  // CreateIoCompletionPort: CompletionPort
     kOverlappedFile,  // IND2Adapter::CreateOverlappedFile: OverlappedFile (or a subclass)
+    kThread,          // CreateThread: Thread
     kGeneric,         // anything else the library hands out as a HANDLE
   };
 
@@ -114,33 +115,104 @@ size_t OpenHandleCount();
 
 enum class WaitOutcome { kReady, kTimeout, kClosed };
 
+// ---- Waitable objects -----------------------------------------------------------------------
+
+// What WaitForSingleObject and WaitForMultipleObjects wait on: events and threads. Each has its
+// own lock and condition variable (single waits sleep there); a change of state also wakes the
+// threads in WaitForMultipleObjects (one process-wide condition variable, touched only while
+// such a wait exists).
+class Waitable : public Handle {
+ public:
+  using Handle::Handle;
+
+  // kReady when signalled within `timeout_ms` (INFINITE: no limit; 0: a poll) and consumed if
+  // the object is consumed by a wait (auto-reset event), kTimeout, or kClosed when the object
+  // was closed first. Drives the progress hook while waiting.
+  WaitOutcome Wait(DWORD timeout_ms);
+
+  void OnClose() override;
+  void WakeWaiters() override;
+
+ protected:
+  // With mu_ held: would a wait be satisfied now; take it (an auto-reset event resets).
+  virtual bool SignalledLocked() const = 0;
+  virtual void ConsumeLocked() {}
+  // Call after making the object signalled (mu_ released): wakes one single waiter (all with
+  // `all`) and every WaitForMultipleObjects.
+  void NotifySignalled(bool all);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;  // guarded by mu_
+
+ private:
+  friend DWORD WaitForMultiple(const std::shared_ptr<Waitable>* objects, size_t count,
+                               bool wait_all, DWORD timeout_ms);
+};
+
+// Waits on `count` objects (1 to MAXIMUM_WAIT_OBJECTS, no null) as WaitForMultipleObjects
+// does: WAIT_OBJECT_0 + i (wait any: the lowest signalled; wait all: 0), WAIT_TIMEOUT, or
+// WAIT_FAILED with ERROR_INVALID_HANDLE when one of them was closed during the wait.
+DWORD WaitForMultiple(const std::shared_ptr<Waitable>* objects, size_t count, bool wait_all,
+                      DWORD timeout_ms);
+
 // ---- Events ----------------------------------------------------------------------------------
 
 // A Win32 event. Manual-reset: Set releases every waiter, present and future, until Reset.
 // Auto-reset: Set releases exactly one waiter (the event is reset by the wait that returns);
 // with no waiter it stays signalled until one comes. Set on a signalled event does nothing.
-class Event final : public Handle {
+class Event final : public Waitable {
  public:
   static constexpr Kind kKind = Kind::kEvent;
   Event(bool manual_reset, bool initially_signalled)
-      : Handle(kKind), manual_reset_(manual_reset), signalled_(initially_signalled) {}
+      : Waitable(kKind), manual_reset_(manual_reset), signalled_(initially_signalled) {}
 
   void Set();
   void Reset();
-  // kReady when signalled within `timeout_ms` (INFINITE: no limit; 0: a poll), kTimeout, or
-  // kClosed when the event was closed first. Drives the progress hook while waiting.
-  WaitOutcome Wait(DWORD timeout_ms);
   bool manual_reset() const { return manual_reset_; }
 
-  void OnClose() override;
-  void WakeWaiters() override;
+ private:
+  bool SignalledLocked() const override { return signalled_; }
+  void ConsumeLocked() override {
+    if (!manual_reset_) signalled_ = false;
+  }
+
+  const bool manual_reset_;
+  bool signalled_;  // guarded by mu_
+};
+
+// ---- Threads ---------------------------------------------------------------------------------
+
+// A thread made by CreateThread (win32_thread.cc). Signalled, for good, once it has exited; its
+// exit code is then what its routine returned (or gave ExitThread). Closing the HANDLE does not
+// stop the thread.
+class Thread final : public Waitable {
+ public:
+  static constexpr Kind kKind = Kind::kThread;
+  static constexpr DWORD kStillActive = 259;  // STILL_ACTIVE
+  Thread() : Waitable(kKind) {}
+
+  // Records the exit code and signals the thread's waiters (called once, by the thread).
+  void Finish(DWORD exit_code);
+  // kStillActive until Finish.
+  DWORD exit_code();
+  // The thread's id (gettid), once Publish ran; WaitStarted blocks until then.
+  void Publish(DWORD id);
+  DWORD WaitStarted();
+  // CREATE_SUSPENDED: the new thread blocks in WaitResumed until Resume. Resume returns the
+  // previous suspend count (1, then 0).
+  void SetSuspended();
+  DWORD Resume();
+  void WaitResumed();
 
  private:
-  const bool manual_reset_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool signalled_;
-  bool closed_ = false;
+  bool SignalledLocked() const override { return done_; }
+
+  bool done_ = false;  // all guarded by mu_
+  DWORD exit_code_ = kStillActive;
+  DWORD id_ = 0;
+  bool started_ = false;
+  DWORD suspend_count_ = 0;
 };
 
 // ---- Completion ports ------------------------------------------------------------------------

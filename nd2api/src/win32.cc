@@ -5,10 +5,10 @@
 //   - CreateEvent: lpEventAttributes is ignored (nothing is inherited on Linux); a non-empty
 //     name fails with ERROR_INVALID_PARAMETER (named events are cross-process; ND programs do
 //     not use them). Success sets the last error to 0, as Windows does for unnamed events.
-//   - WaitForSingleObject waits on events only: any other handle is WAIT_FAILED with
-//     ERROR_INVALID_HANDLE. An event closed while a thread waits on it ends that wait with
-//     WAIT_FAILED / ERROR_INVALID_HANDLE (Windows would go on waiting on a nameless object
-//     nobody can signal any more).
+//   - WaitForSingleObject and WaitForMultipleObjects wait on events and threads only: any other
+//     handle is WAIT_FAILED with ERROR_INVALID_HANDLE. An object closed while a thread waits on
+//     it ends that wait with WAIT_FAILED / ERROR_INVALID_HANDLE (Windows would go on waiting on
+//     a nameless object nobody can signal any more).
 //   - GetQueuedCompletionStatus on a port closed while it waits: FALSE, *lpOverlapped NULL,
 //     ERROR_ABANDONED_WAIT_0 (735), as Windows documents. lpNumberOfBytesTransferred,
 //     lpCompletionKey and lpOverlapped are required: NULL ones give ERROR_INVALID_PARAMETER.
@@ -149,6 +149,7 @@ using roce::nd2::Event;
 using roce::nd2::LookupHandleAs;
 using roce::nd2::OverlappedFile;
 using roce::nd2::SetLastError;
+using roce::nd2::Waitable;
 using roce::nd2::WaitOutcome;
 
 extern "C" {
@@ -188,12 +189,12 @@ BOOL WINAPI ResetEvent(HANDLE hEvent) {
 }
 
 DWORD WINAPI WaitForSingleObject(HANDLE hHandle, DWORD dwMilliseconds) {
-  std::shared_ptr<Event> event = LookupHandleAs<Event>(hHandle);
-  if (!event) {
+  std::shared_ptr<Waitable> object = LookupHandleAs<Waitable>(hHandle);
+  if (!object) {
     SetLastError(ERROR_INVALID_HANDLE);
     return WAIT_FAILED;
   }
-  switch (event->Wait(dwMilliseconds)) {
+  switch (object->Wait(dwMilliseconds)) {
     case WaitOutcome::kReady:
       return WAIT_OBJECT_0;
     case WaitOutcome::kTimeout:
@@ -203,6 +204,31 @@ DWORD WINAPI WaitForSingleObject(HANDLE hHandle, DWORD dwMilliseconds) {
   }
   SetLastError(ERROR_INVALID_HANDLE);
   return WAIT_FAILED;
+}
+
+DWORD WINAPI WaitForMultipleObjects(DWORD nCount, const HANDLE* lpHandles, BOOL bWaitAll,
+                                    DWORD dwMilliseconds) {
+  if (nCount == 0 || nCount > MAXIMUM_WAIT_OBJECTS || lpHandles == nullptr) {
+    SetLastError(ERROR_INVALID_PARAMETER);
+    return WAIT_FAILED;
+  }
+  std::shared_ptr<Waitable> objects[MAXIMUM_WAIT_OBJECTS];
+  for (DWORD i = 0; i < nCount; ++i) {
+    objects[i] = LookupHandleAs<Waitable>(lpHandles[i]);
+    if (!objects[i]) {
+      SetLastError(ERROR_INVALID_HANDLE);
+      return WAIT_FAILED;
+    }
+    if (bWaitAll) {
+      for (DWORD j = 0; j < i; ++j) {
+        if (objects[j] == objects[i]) {
+          SetLastError(ERROR_INVALID_PARAMETER);  // Windows: a duplicate in a wait-all
+          return WAIT_FAILED;
+        }
+      }
+    }
+  }
+  return roce::nd2::WaitForMultiple(objects, nCount, bWaitAll != FALSE, dwMilliseconds);
 }
 
 BOOL WINAPI CloseHandle(HANDLE hObject) {

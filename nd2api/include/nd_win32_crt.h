@@ -216,8 +216,19 @@ using ::nd_win32_wprintf;
 
 #define _stricmp strcasecmp
 #define _strnicmp strncasecmp
-#define _wcsicmp wcscasecmp
-#define _wcsnicmp wcsncasecmp
+// _wcsicmp / _wcsnicmp: towlower of each character, the difference of the first that differ
+// (C99's <wctype.h> only, so strict C compiles them as well as C++).
+ND_WIN32_INLINE_ int _wcsnicmp(const wchar_t* a, const wchar_t* b, size_t n) {
+  for (; n != 0; ++a, ++b, --n) {
+    const wint_t ca = towlower(ND_WIN32_CAST_(wint_t, *a));
+    const wint_t cb = towlower(ND_WIN32_CAST_(wint_t, *b));
+    if (ca != cb || ca == 0) return ND_WIN32_CAST_(int, ca) - ND_WIN32_CAST_(int, cb);
+  }
+  return 0;
+}
+ND_WIN32_INLINE_ int _wcsicmp(const wchar_t* a, const wchar_t* b) {
+  return _wcsnicmp(a, b, ND_WIN32_CAST_(size_t, -1));
+}
 #define _strdup strdup
 #define _wcsdup wcsdup
 #define _fileno fileno

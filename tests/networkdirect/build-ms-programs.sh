@@ -29,8 +29,9 @@
 #                              types (a LONGLONG filled as a FILETIME).
 # With these, each spin loop of DoPongs / DoPings compiles to `cmpb $val, (mem); jne` back to
 # that compare, a reload per turn; without the first three the loop is deleted or spins on a
-# register. This script checks it in ndrpingpong's disassembly (objdump, line info from -g)
-# and fails if a spin loop's back edge does not re-read memory.
+# register. This script checks it in ndrpingpong's disassembly (objdump, line info from -g;
+# kept as OUTDIR/ndrpingpong.dis) and fails if a spin loop is gone or its back edge does not
+# re-read memory.
 #
 # usage: PKG_CONFIG_PATH=... [CXX=g++] build-ms-programs.sh OUTDIR
 set -eu
@@ -90,13 +91,22 @@ build ndmemorytest "$ms"/unittests/ndmemorytest/*.cpp -I"$ms/unittests/ndmemoryt
 
 # The spin loops of ndrpingpong (DoPongs line 75, DoPings line 271): every backward branch of
 # their code must jump to a span that reads memory.
-if [ -x "$out/ndrpingpong" ] && command -v objdump >/dev/null; then
-  src=$ms/examples/ndrpingpong/ndrpingpong.cpp
-  for line in $(grep -n 'while ((m_pBuf\[szXfer - 1\]) != ' "$src" | cut -d: -f1); do
-    verdict=$(objdump -d -l --no-show-raw-insn "$out/ndrpingpong" | awk -v want="ndrpingpong.cpp:$line" '
+src=$ms/examples/ndrpingpong/ndrpingpong.cpp
+spin_lines=$(grep -n 'while ((m_pBuf\[szXfer - 1\]) != ' "$src" | cut -d: -f1)
+if ! command -v objdump >/dev/null; then
+  echo "FAILED spin-loop check: objdump (binutils) is not installed"
+  failed=$((failed + 1))
+elif [ -z "$spin_lines" ]; then
+  echo "FAILED spin-loop check: no 'while ((m_pBuf[szXfer - 1]) != ...);' in $src"
+  failed=$((failed + 1))
+elif [ -x "$out/ndrpingpong" ]; then
+  objdump -d -l --no-show-raw-insn "$out/ndrpingpong" >"$out/ndrpingpong.dis"
+  for line in $spin_lines; do
+    verdict=$(awk -v want="ndrpingpong.cpp:$line" '
       function hex(s,   i, c, v) {
         v = 0
-        for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+        for (i = 1; i <= length(s); i++)
+          v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
         return v
       }
       /^\/.*:[0-9]+( \(discriminator [0-9]+\))?$/ {
@@ -114,7 +124,8 @@ if [ -x "$out/ndrpingpong" ] && command -v objdump >/dev/null; then
           if (reads == 0) bad++
         }
       }
-      END { if (loops == 0) print "none"; else if (bad > 0) print "register"; else print "memory" }')
+      END { if (loops == 0) print "none"; else if (bad > 0) print "register"; else print "memory" }
+    ' "$out/ndrpingpong.dis")
     case "$verdict" in
       memory) echo "ok     ndrpingpong.cpp:$line spin loop re-reads the buffer every turn" ;;
       none) echo "FAILED ndrpingpong.cpp:$line spin loop is gone (deleted by the optimizer)"

@@ -98,10 +98,11 @@
 #define STDMETHODCALLTYPE
 
 // __declspec(x): each MSVC specifier becomes its GCC attribute (align(n), noinline, noreturn,
-// nothrow, thread, selectany, deprecated, restrict, noalias) or nothing where Linux has no
-// equivalent (novtable: GCC builds no vtable a constructor could skip; dllimport / dllexport:
-// the default visibility; uuid(...), allocator, safebuffers, empty_bases). Any other specifier
-// is a compile error naming ND_WIN32_DECLSPEC_<specifier>, not silently dropped.
+// nothrow, thread, selectany, deprecated) or nothing where it only tunes MSVC's code or has no
+// Linux meaning (novtable: MSVC then skips setting the vtable pointer in the constructor, which
+// changes no behaviour; restrict, noalias: optimisation hints; dllimport; uuid(...), allocator,
+// safebuffers, empty_bases); dllexport is the default visibility. Any other specifier is a
+// compile error naming ND_WIN32_DECLSPEC_<specifier>, not silently dropped.
 #define __declspec(x) ND_WIN32_DECLSPEC_##x
 #define ND_WIN32_DECLSPEC_align(n) __attribute__((aligned(n)))
 #define ND_WIN32_DECLSPEC_noinline __attribute__((noinline))
@@ -687,7 +688,8 @@ constexpr std::common_type_t<A, B> max(A a, B b) {
 //     auto-reset event among them consumed at once (none while any is not). WAIT_TIMEOUT, or
 //     WAIT_FAILED: ERROR_INVALID_PARAMETER for a bad count or, with waitAll, one object named
 //     twice; ERROR_INVALID_HANDLE as for WaitForSingleObject.
-//   - CloseHandle: events, completion ports and the adapter's overlapped file. TRUE on success.
+//   - CloseHandle: events, completion ports, threads (windows.h) and the adapter's overlapped
+//     file. TRUE on success. Closing a thread's handle does not stop the thread.
 //   - CreateIoCompletionPort(file, existingPort, key, threads): with file ==
 //     INVALID_HANDLE_VALUE and existingPort == NULL creates a port; with an overlapped file
 //     binds it to existingPort (or a new port) under `key`. Returns the port, NULL on failure.

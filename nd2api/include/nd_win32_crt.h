@@ -243,7 +243,9 @@ ND_WIN32_INLINE_ int _wcsicmp(const wchar_t* a, const wchar_t* b) {
 // _wtol / _wtoi: Windows' long is 32-bit: out-of-range values saturate at its limits.
 ND_WIN32_INLINE_ LONG ND_Win32Wtol_(const wchar_t* s) {
   const long long v = wcstoll(s, NULL, 10);
-  return v > 0x7FFFFFFFLL ? 0x7FFFFFFF : v < -0x80000000LL ? (-0x7FFFFFFF - 1) : ND_WIN32_CAST_(LONG, v);
+  if (v > 0x7FFFFFFFLL) return 0x7FFFFFFF;
+  if (v < -0x80000000LL) return -0x7FFFFFFF - 1;
+  return ND_WIN32_CAST_(LONG, v);
 }
 #define _wtol ND_Win32Wtol_
 #define _wtoi ND_Win32Wtol_

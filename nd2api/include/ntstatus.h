@@ -1,10 +1,11 @@
-// ntstatus.h: NTSTATUS values by their Windows names (STATUS_*), the ones ND programs and
+// ntstatus.h: 114 NTSTATUS values by their Windows names (STATUS_*), those ND programs and
 // providers meet: waits, the ND2 status codes' NTSTATUS names, memory and exception codes, the
 // network and connection codes. Values are Windows' (ntstatus.h of the Windows SDK).
 //
 // Windows' rule: ntstatus.h defines every STATUS_* value; winnt.h (windows.h here) defines a
 // few of them too unless WIN32_NO_STATUS is defined. So Windows code writes either
-//     #define WIN32_NO_STATUS / #include <windows.h> / #undef WIN32_NO_STATUS / #include <ntstatus.h>
+//     #define WIN32_NO_STATUS / #include <windows.h> / #undef WIN32_NO_STATUS /
+//     #include <ntstatus.h>
 // or includes <ntstatus.h> first and then defines WIN32_NO_STATUS before windows.h. Here every
 // value is also guarded by #ifndef, so any order compiles without a redefinition warning,
 // against windows.h's and ndstatus.h's definitions (which have the same values) alike.

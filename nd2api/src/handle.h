@@ -1,9 +1,9 @@
 // handle.h: libnd2's internal side of the Win32 subset that nd_win32.h declares (events, waits,
-// I/O completion ports, GetLastError) and of windows.h's threads. Not a public header: only nd2api/src and its tests
-// include it. What the ND2 objects use:
+// I/O completion ports, GetLastError) and of windows.h's threads. Not a public header: only
+// nd2api/src and its tests include it. What the ND2 objects use:
 //
 //   - Handle: the base of everything a HANDLE names, with a kind (event, completion port,
-//     overlapped file, generic). Objects live in shared_ptrs; a HANDLE is an index and a
+//     overlapped file, thread, generic). Objects live in shared_ptrs; a HANDLE is an index and a
 //     generation in a process-wide table, so a closed, stale or made-up HANDLE is detected
 //     (ERROR_INVALID_HANDLE), never dereferenced. A thread inside a wait holds its own
 //     reference, so CloseHandle while another thread waits is safe: the waiter returns.

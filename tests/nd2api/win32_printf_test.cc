@@ -110,7 +110,8 @@ TEST(Win32Printf, LongIsThirtyTwoBitsEvenWithADirtySlot) {
 TEST(Win32Printf, StringsAndCharactersByFunctionWidth) {
   const wchar_t* wide = L"wide";
   const char* narrow = "narrow";
-  EXPECT_EQ(F("%s|%S|%hs|%ls|%ws", narrow, wide, narrow, wide, wide), "narrow|wide|narrow|wide|wide");
+  EXPECT_EQ(F("%s|%S|%hs|%ls|%ws", narrow, wide, narrow, wide, wide),
+            "narrow|wide|narrow|wide|wide");
   EXPECT_EQ(W(L"%s|%S|%hs|%ls|%ws", wide, narrow, narrow, wide, wide),
             "wide|narrow|narrow|wide|wide");
   EXPECT_EQ(F("%c%C%hc%lc%wc", 'a', static_cast<wint_t>(L'b'), 'c', static_cast<wint_t>(L'd'),

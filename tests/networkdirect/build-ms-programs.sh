@@ -39,10 +39,15 @@ set -eu
 out=$1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-ms=$root/../shared/networkdirect/src
+# Where Microsoft's sources are: $NETWORKDIRECT_SRC, else shared/ beside the repository (the
+# developers' layout), else /work/shared (a clone made elsewhere on a developer's machine).
+ms=
+for d in ${NETWORKDIRECT_SRC:-} "$root/../shared/networkdirect/src" /work/shared/networkdirect/src; do
+  if [ -d "$d/examples" ] && [ -d "$d/unittests" ]; then ms=$d; break; fi
+done
 cxx=${CXX:-c++}
-if [ ! -d "$ms/examples" ] || [ ! -d "$ms/unittests" ]; then
-  echo "SKIP-ALLOWED: Microsoft's ND sources are not at $ms (shared/ beside the repository)"
+if [ -z "$ms" ]; then
+  echo "SKIP-ALLOWED: Microsoft's ND sources are not here (NETWORKDIRECT_SRC, shared/ beside the repository)"
   exit 77
 fi
 ms=$(cd "$ms" && pwd)

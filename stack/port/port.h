@@ -113,6 +113,9 @@ class Port {
   // chains of 4 segments go out as they are. Not for DMA or shared-memory
   // devices (PCI NICs, vhost/virtio_user, memif), which only see DPDK memory.
   bool zero_copy_tx() const { return zero_copy_tx_; }
+  // net_tap: every burst reads the tap, and the kernel sends this process no
+  // SIGIO for its frames (PortProfile::tap_rx_signal off, and it worked).
+  bool tap_rx_polled() const { return tap_rx_trigger_ != nullptr; }
   // Frees the frames waiting in queue q's TX backlog or fault hold slot whose
   // zero-copy memory was revoked (ZcPool::Revoke): they must not reach the
   // device. Returns how many. Call with the lock Revoke was called with.
@@ -170,6 +173,10 @@ class Port {
   uint16_t max_tx_segs_ = UINT16_MAX;
   bool zero_copy_tx_ = false;
   bool rx_copy_ = false;  // profile rx_copy: RxSlow copies every frame into pool_
+  // net_tap without its SIGIO (PortProfile::tap_rx_signal off): the PMD's
+  // trigger handler, called before every burst so that the burst reads.
+  void (*tap_rx_trigger_)(int) = nullptr;
+  int tap_rx_sig_ = 0;
   std::unique_ptr<RxQueue[]> rxq_;
   std::unique_ptr<TxQueue[]> txq_;
   std::vector<rte_flow*> flows_;

@@ -214,6 +214,11 @@ const std::vector<KeyDef>& Keys() {
         "copy every received frame into the port's pool as a NIC's scatter DMA lays it out, mbuf_data_room "
         "bytes a segment (default no; for measuring and testing a NIC's receive layout on a ring pair or vdev)"},
        [](PortProfile& p, const std::string& v) { return ParseBool("port.rx_copy", v, &p.rx_copy); }},
+      {{"port", "tap_rx_signal",
+        "net_tap: read the tap only when its signal says a frame came, as the PMD does (default no: every "
+        "burst reads it, and no signal is sent: a signal and the interrupt that delivers it cost more than "
+        "the read)"},
+       [](PortProfile& p, const std::string& v) { return ParseBool("port.tap_rx_signal", v, &p.tap_rx_signal); }},
       {{"port", "tx_backlog", "software TX queue for frames the device did not take (default 256; 0: drop them)"},
        [](PortProfile& p, const std::string& v) { return ParseUint("port.tx_backlog", v, 0, 65536, &p.tx_backlog); }},
       {{"port", "ring", "net_ring: name of the ring set both sides of a pair share, <= 12 characters (default roce)"},

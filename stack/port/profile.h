@@ -79,6 +79,12 @@ struct PortProfile {
   // a ring pair or a vdev then gives the stack a NIC's receive layout, for
   // benchmarks and tests of that path.
   bool rx_copy = false;
+  // net_tap only: the tap PMD reads its queue only after a signal (O_ASYNC
+  // on the tun fd; its handler bumps a trigger that rx_burst compares). false
+  // (default): the port turns the signal off and bumps the trigger itself
+  // before every burst, so each burst reads the queue (one readv that finds
+  // nothing when it is empty). true: the PMD's own signal-driven reads.
+  bool tap_rx_signal = false;
   // net_ring only
   std::string ring = "roce";       // the two sides of a pair name the same ring set
   RingSide ring_side = RingSide::kA;

@@ -11,7 +11,13 @@
 //    cross intact; the reported offloads (none for checksums) and the
 //    configure failure when one is required.
 //  - net_pcap live on one end of a veth, af_packet on the other.
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <chrono>
 #include <functional>
@@ -157,6 +163,53 @@ uint64_t UdpCounter(const Netns& ns, const std::string& name) {
 #define REQUIRE_ROOT() \
   if (!IsRoot()) GTEST_SKIP() << "needs root (tap, veth, network namespaces)"
 
+// This process's tun fds attached to `ifname` that signal (O_ASYNC).
+int TunFdsWithAsync(const std::string& ifname) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(e.path(), ec) != "/dev/net/tun") continue;
+    const int fd = std::stoi(e.path().filename().string());
+    ifreq ifr{};
+    if (ioctl(fd, TUNGETIFF, &ifr) == 0 && ifname == ifr.ifr_name && (fcntl(fd, F_GETFL) & O_ASYNC)) n++;
+  }
+  return n;
+}
+
+// port.tap_rx_signal = yes: the PMD's own signalled reads, as before; the
+// kernel still answers ARP.
+TEST(Kernel, TapWithItsSignalStillReads) {
+  REQUIRE_ROOT();
+  Netns ns("tsig");
+  ASSERT_TRUE(ns.ok());
+  QuietNamespace(ns);
+  const std::string ifname = Unique("rtsg");
+  auto prof = LoadProfile(SourcePath("drivers-cfg/net_tap.ini"),
+                          std::vector<std::string>{"port.devargs=iface=" + ifname + ",mac=fixed",
+                                                   "port.ipv4=192.0.2.2/24", "port.ipv6=", "port.tap_rx_signal=yes"});
+  ASSERT_TRUE(prof.ok()) << prof.status();
+  absl::StatusOr<std::unique_ptr<Port>> port;
+  {
+    Netns::Enter in(ns);
+    ASSERT_TRUE(in.ok());
+    port = Port::Open(*prof);
+  }
+  ASSERT_TRUE(port.ok()) << port.status();
+  Port& p = **port;
+  EXPECT_FALSE(p.tap_rx_polled());
+  EXPECT_GT(TunFdsWithAsync(ifname), 0);
+  ASSERT_EQ(ns.Exec("ip addr add 192.0.2.1/24 dev " + ifname), 0);
+  ASSERT_EQ(ns.Exec("ip link set " + ifname + " up"), 0);
+  ASSERT_TRUE(SendBytes(p, ArpRequest(p.mac(), kStackIp, kKernelIp)));
+  std::vector<uint8_t> reply = PollFor(p, [&](const std::vector<uint8_t>& f) {
+    wire::ArpPacket a;
+    return f.size() >= 42 && Load16(&f[12]) == wire::kEtherTypeArp &&
+           a.Parse(wire::ByteSpan(f).subspan(14)) == wire::Error::kOk && a.oper == wire::ArpPacket::kReply &&
+           a.spa == kKernelIp && a.tpa == kStackIp;
+  });
+  EXPECT_FALSE(reply.empty()) << "no ARP reply from the kernel";
+}
+
 TEST(Kernel, TapTalksToTheKernelWithSoftwareAndOffloadedChecksums) {
   REQUIRE_ROOT();
   Netns ns("tap");
@@ -180,6 +233,9 @@ TEST(Kernel, TapTalksToTheKernelWithSoftwareAndOffloadedChecksums) {
   EXPECT_TRUE(p.offloads().tx_udp_checksum);
   EXPECT_TRUE(p.offloads().tx_multiseg);
   EXPECT_TRUE(p.offloads().rx_ipv4_checksum);
+  // Every burst reads the tap; the PMD's signal is off (port.tap_rx_signal).
+  EXPECT_TRUE(p.tap_rx_polled());
+  EXPECT_EQ(TunFdsWithAsync(ifname), 0);
   // The tap lives in the test's namespace, with IPv6 off (no ND/MLD frames).
   std::string v6;
   ASSERT_EQ(ns.Exec("sysctl -n net.ipv6.conf." + ifname + ".disable_ipv6", &v6), 0) << v6;

@@ -4,11 +4,14 @@
 // test pins itself (and so the engine's thread and its competitor, which inherit the mask) to
 // one CPU, so the competitor's presence is certain. Alone in its meson entry (is_parallel
 // false): another test's threads would be competitors too.
+#include <dirent.h>
 #include <sched.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -21,6 +24,23 @@ namespace roce::engine {
 namespace {
 
 using std::chrono::milliseconds;
+
+// Involuntary context switches of every thread of this process (/proc/self/task/*/status):
+// while the test's own threads sleep, what grows is the engine thread's preemptions.
+uint64_t ProcessInvoluntarySwitches() {
+  uint64_t n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) n += std::stoull(line.substr(27));
+  }
+  closedir(d);
+  return n;
+}
 
 // Waits up to `ms` for pred(), looking every `step` ms.
 template <typename F>
@@ -66,14 +86,21 @@ TEST(EngineYield, AdaptiveYieldFollowsContentionForTheCpu) {
     stop = true;
     competitor.join();
     // Alone again: the yielding ends once the hold runs out. This thread looks less often
-    // than the hold (kContentionHoldNs, 50 ms): its own waking preempts the engine's.
+    // than the hold (kContentionHoldNs, 50 ms): its own waking preempts the engine's. A
+    // machine busy with other work keeps preempting the engine, and then it rightly goes on
+    // yielding: still yielding is a failure only if the engine was left alone meanwhile.
+    const uint64_t sw0 = ProcessInvoluntarySwitches();
     const bool off = Within(3000, 100, [&] { return !e.yielding(); });
-    std::printf("%s: yielding seen %d, %llu yields in 100 ms of contention, off again %d\n",
-                adaptive ? "on" : "off", on, static_cast<unsigned long long>(yields_contended), off);
+    const uint64_t preempted = ProcessInvoluntarySwitches() - sw0;
+    std::printf("%s: yielding seen %d, %llu yields in 100 ms of contention, off again %d (%llu preemptions meanwhile)\n",
+                adaptive ? "on" : "off", on, static_cast<unsigned long long>(yields_contended), off,
+                static_cast<unsigned long long>(preempted));
     if (adaptive) {
       EXPECT_TRUE(on) << "a competitor on the engine thread's CPU was never noticed";
       EXPECT_GT(yields_contended, 0u);
-      EXPECT_TRUE(off) << "still yielding 3 s after the competitor left";
+      // Each 100 ms look preempts it once; more than that many means other work on the CPU.
+      EXPECT_TRUE(off || preempted > 40) << "still yielding 3 s after the competitor left, though the engine "
+                                            "was preempted only " << preempted << " times meanwhile";
     } else {
       EXPECT_FALSE(on);
       EXPECT_EQ(yields_contended, 0u);

@@ -2,7 +2,7 @@
 // reference model (tools/lib/rc_workload.h).
 //
 //   rocesim --seed S --messages N --loss P --reorder P [--reorder_depth D] --dup P --corrupt P [--qps K]
-//           [--max-size B] [--errors P] [--late_recv P] [--mtu M] [--window N] [--ipv6] [--ce P]
+//           [--max-size B] [--min_size B] [--ops send,write,read] [--errors P] [--late_recv P] [--mtu M] [--window N] [--ipv6] [--ce P]
 //
 // Prints the configuration, the counters, and last a line
 // `rocesim: N messages, N ok, N failed`; exits 0 only if every message is ok.
@@ -15,6 +15,7 @@
 #include <absl/flags/parse.h>
 #include <absl/flags/usage.h>
 #include <absl/strings/str_format.h>
+#include <absl/strings/str_split.h>
 
 #include "tools/lib/rc_workload.h"
 
@@ -30,6 +31,11 @@ ABSL_FLAG(double, corrupt, 0.0, "single-bit corruption probability");
 ABSL_FLAG(double, ce, 0.0, "probability an ECN-capable frame is marked CE");
 ABSL_FLAG(uint32_t, qps, 2, "QP pairs (alternating direction; every third responder uses an SRQ)");
 ABSL_FLAG(uint32_t, max_size, 1u << 20, "largest message, bytes");
+ABSL_FLAG(uint32_t, min_size, 0,
+          "0: message sizes from the usual mix (mostly small); else uniform in [min_size, max_size]");
+ABSL_FLAG(std::string, ops, "",
+          "operations to post, comma separated from send, write, read (empty: all; a deliberate "
+          "error, --errors, may still pick its own)");
 ABSL_FLAG(double, errors, 0.002, "fraction of operations that deliberately violate access");
 ABSL_FLAG(double, late_recv, 0.02,
           "fraction of receives posted late (RNR NAKs; their resends count as retransmissions)");
@@ -68,6 +74,16 @@ int main(int argc, char** argv) {
   c.imp.rx_gbps = absl::GetFlag(FLAGS_rx_gbps);
   c.imp.rx_queue_ns = static_cast<uint64_t>(absl::GetFlag(FLAGS_rx_queue_us) * 1000);
   c.max_size = absl::GetFlag(FLAGS_max_size);
+  c.min_size = absl::GetFlag(FLAGS_min_size);
+  for (absl::string_view op : absl::StrSplit(absl::GetFlag(FLAGS_ops), ',', absl::SkipEmpty())) {
+    if (op == "send") c.ops |= roce::sim::kOpSend;
+    else if (op == "write") c.ops |= roce::sim::kOpWrite;
+    else if (op == "read") c.ops |= roce::sim::kOpRead;
+    else {
+      absl::FPrintF(stderr, "rocesim: --ops: unknown operation '%s' (send, write, read)\n", op);
+      return 2;
+    }
+  }
   c.error_rate = absl::GetFlag(FLAGS_errors);
   c.late_recv = absl::GetFlag(FLAGS_late_recv);
   c.path_mtu = absl::GetFlag(FLAGS_mtu);
@@ -78,9 +94,10 @@ int main(int argc, char** argv) {
   c.max_outstanding = absl::GetFlag(FLAGS_outstanding);
   c.ipv6 = absl::GetFlag(FLAGS_ipv6);
   absl::PrintF("rocesim: seed=%d messages=%d qps=%u loss=%g reorder=%g depth=%u dup=%g corrupt=%g ce=%g "
-              "max-size=%u errors=%g mtu=%s window=%u repair=%d outstanding=%u %s delay=%gus rate=%gGb/s\n",
+              "max-size=%u min-size=%u ops=%s errors=%g mtu=%s window=%u repair=%d outstanding=%u %s delay=%gus rate=%gGb/s\n",
               c.seed, c.messages, c.qps, c.imp.loss,
-              c.imp.reorder, c.imp.reorder_depth, c.imp.dup, c.imp.corrupt, c.imp.ce_mark, c.max_size, c.error_rate,
+              c.imp.reorder, c.imp.reorder_depth, c.imp.dup, c.imp.corrupt, c.imp.ce_mark, c.max_size, c.min_size,
+              absl::GetFlag(FLAGS_ops).empty() ? std::string("all") : absl::GetFlag(FLAGS_ops), c.error_rate,
               c.path_mtu ? std::to_string(c.path_mtu) : std::string("random"), c.window_psns, c.repair,
               c.max_outstanding, c.ipv6 ? "ipv6" : "ipv4", absl::GetFlag(FLAGS_delay_us), c.imp.gbps);
   if (c.imp.rx_gbps > 0)
@@ -138,7 +155,8 @@ int main(int argc, char** argv) {
   absl::PrintF("retransmitted: bytes=%d (read responses %d) delivered=%d per-delivered=%.5f ideal=%.5f (lost=%d, read responses %d) x-ideal=%s\n",
                q.retransmit_bytes, q.replay_bytes, delivered, ratio, ideal, l.lost_payload_bytes, l.lost_response_bytes,
                l.lost_payload_bytes ? absl::StrFormat("%.2f", ratio / ideal) : std::string("-"));
-  absl::PrintF("time: virtual %.3f s, wall %.1f s\n", r.sim_time_ns / 1e9, secs);
+  absl::PrintF("time: virtual %.3f s, wall %.1f s; goodput %.1f MB/s (payload delivered per virtual second)\n",
+               r.sim_time_ns / 1e9, secs, r.sim_time_ns ? delivered / (r.sim_time_ns / 1e9) / 1e6 : 0.0);
   for (const std::string& f : r.failures) absl::PrintF("FAILED: %s\n", f);
   for (const std::string& f : r.qp_failures) absl::PrintF("QP FAILED: %s\n", f);
   absl::PrintF("rocesim: %d messages, %d ok, %d failed\n", r.messages,

@@ -198,6 +198,10 @@ constexpr uint64_t kMsNs = 1'000'000;
 
 uint32_t Workload::RandomSize() {
   const uint32_t max = cfg_.max_size;
+  if (cfg_.min_size) {
+    const uint32_t lo = std::min(cfg_.min_size, max);
+    return lo + static_cast<uint32_t>(Rand(uint64_t{max} - lo + 1));
+  }
   const uint64_t r = Rand(1000);
   uint64_t hi;
   if (r < 450) hi = 256;
@@ -332,6 +336,18 @@ void Workload::GenerateOp(Pair& p, bool allow_error) {
   const uint64_t kind = Rand(100);
   op->op = kind < 30 ? WrOp::kSend : kind < 35 ? WrOp::kSendWithInvalidate
            : kind < 68 ? WrOp::kWrite : WrOp::kRead;
+  if (cfg_.ops) {
+    // Only the operations asked for: the one drawn if it is one of them,
+    // else one of them by the same draw.
+    const uint32_t bit = kind < 35 ? kOpSend : kind < 68 ? kOpWrite : kOpRead;
+    if (!(cfg_.ops & bit)) {
+      std::vector<WrOp> allowed;
+      if (cfg_.ops & kOpSend) allowed.push_back(WrOp::kSend);
+      if (cfg_.ops & kOpWrite) allowed.push_back(WrOp::kWrite);
+      if (cfg_.ops & kOpRead) allowed.push_back(WrOp::kRead);
+      op->op = allowed[kind % allowed.size()];
+    }
+  }
   op->len = RandomSize();
   if (Coin(0.1)) op->flags |= kSilentSuccess;
   if (Coin(0.05)) op->flags |= kReadFence;

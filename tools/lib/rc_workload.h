@@ -3,14 +3,15 @@
 // K queue-pair pairs between two simulated hosts (half initiated from each
 // side; every third responder takes receives from a shared receive queue).
 // Initiators post random Send / SendWithInvalidate / Write / Read of 0 B to
-// max_size with random SGE lists, silent-success and fence flags; responders
-// bind and invalidate memory windows over their target memory at quiescent
-// points and sometimes post receives late (RNR). A small fraction of
-// operations deliberately violate access (wrong token, invalidated window,
-// one byte past the end, missing right, receive too small): the model
-// predicts the failing operation's status, the cancellation of everything
-// after it on both sides, and that no memory changed; the pair then
-// reconnects with fresh QPs.
+// max_size (or only some of those operations, of min_size and more: `ops`,
+// `min_size`) with random SGE lists, silent-success and fence flags;
+// responders bind and invalidate memory windows over their target memory at
+// quiescent points and sometimes post receives late (RNR). A small fraction
+// of operations deliberately violate access (wrong token, invalidated
+// window, one byte past the end, missing right, receive too small): the
+// model predicts the failing operation's status, the cancellation of
+// everything after it on both sides, and that no memory changed; the pair
+// then reconnects with fresh QPs.
 //
 // The model checks every completion (status, order, bytes, immediate and
 // invalidate flags), every byte of every receive buffer, read sink and target
@@ -33,6 +34,12 @@ struct WorkloadConfig {
   uint32_t qps = 2;            // QP pairs
   Impairment imp;
   uint32_t max_size = 1u << 20;
+  // 0: sizes from the usual mix (mostly small, a few up to max_size);
+  // otherwise uniform in [min_size, max_size] (e.g. only large Reads).
+  uint32_t min_size = 0;
+  // Which operations the workload posts (kOp* bits; 0: all of them). A
+  // deliberate error (error_rate) may still pick its own operation.
+  uint32_t ops = 0;
   double error_rate = 0.002;   // fraction of operations that deliberately violate access
   double late_recv = 0.02;     // fraction of receives posted late (provokes RNR)
   uint32_t window_psns = 32;   // requester window
@@ -47,6 +54,9 @@ struct WorkloadConfig {
   FILE* dump_on_failure = nullptr;  // the last frames, at the first failure
   FILE* events = nullptr;           // QP protocol events (RcDevice::Config::event_hook)
 };
+
+// WorkloadConfig::ops bits.
+inline constexpr uint32_t kOpSend = 1, kOpWrite = 2, kOpRead = 4;
 
 struct WorkloadResult {
   uint64_t messages = 0, ok = 0, failed = 0;

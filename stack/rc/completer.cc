@@ -194,17 +194,10 @@ bool QueuePair::AdvanceUna(uint32_t new_una, uint64_t now, bool evidence) {
     OnProgress(now);
     SyncCursor();
   }
-  if (blocking && evidence) NoteBeyondHole(*blocking, now, /*implied=*/true);
+  // (what the responder had before new_una: the responses of the Read's
+  // requests before it, not those of a request it lacks — a NAK for it)
+  if (blocking && evidence) NoteBeyondHole(*blocking, now, /*implied=*/true, /*deadline=*/false, new_una);
   return blocking == nullptr;
-}
-
-QueuePair::SendWqe* QueuePair::NextOpenOrDoneRead(SendWqe* after) {
-  for (uint64_t i = SeqOf(*after) + 1; i < sq_tail_; i++) {
-    SendWqe& w = Slot(i);
-    if (!w.started) return nullptr;
-    if (w.IsRead()) return &w;
-  }
-  return nullptr;
 }
 
 const QueuePair::SendWqe* QueuePair::OldestOpenRead() const {
@@ -216,7 +209,15 @@ const QueuePair::SendWqe* QueuePair::OldestOpenRead() const {
   return nullptr;
 }
 
-void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool deadline) {
+void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool deadline, int64_t before) {
+  // The evidence says nothing of the responses from `before` on (they were
+  // asked for in requests the responder has not answered yet).
+  uint32_t to = ReadLostEnd(rd);
+  if (before >= 0) {
+    const int32_t b = PsnDiff(static_cast<uint32_t>(before), rd.first_psn);
+    if (PsnDiff(static_cast<uint32_t>(before), rd.resp_psn) <= 0) return;
+    to = std::min<uint32_t>(to, static_cast<uint32_t>(b));
+  }
   if (!hole_active_ || hole_psn_ != rd.resp_psn) {
     hole_active_ = true;
     hole_psn_ = rd.resp_psn;
@@ -257,7 +258,8 @@ void QueuePair::NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool dea
     counters.read_rerequests++;
   if (!ConsumeRetry(/*silent=*/false)) return;
   read_hold_unheard_ = 0;  // a response came: the peer is there
-  ReRequestRead(rd);
+  ReadWindowLoss();
+  ReRequestRead(rd, to, /*gap=*/true);
 }
 
 bool QueuePair::ConsumeRetry(bool silent) {
@@ -352,6 +354,11 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     counters.dropped_bad++;
     return;
   }
+  // Responses are coming: the read probe waits again, and a sample sent
+  // before this response's request is answered.
+  read_heard_ = true;
+  ArmReadProbe(now);
+  SampleRtt(now, &psn);
   // The open Read this response answers: the oldest, or a later one (its
   // responses are kept too; they also show the oldest's missing ones were
   // sent before them).
@@ -366,7 +373,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
   }
   if (!rd || PsnDiff(psn, rd->resp_psn) < 0) {
     counters.dup_responses++;
-    NoteBeyondHole(*oldest, now, /*implied=*/false);
+    NoteBeyondHole(*oldest, now, /*implied=*/false, /*deadline=*/false, psn);
     return;
   }
   const uint32_t mtu = attr_.path_mtu;
@@ -386,7 +393,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
   // A second copy, or one more run of responses than we track: dropped.
   if (d > 0 && (rd->ooo.Test(d) || !rd->ooo.Set(d))) {
     counters.dup_responses++;
-    NoteBeyondHole(*oldest, now, /*implied=*/false);
+    NoteBeyondHole(*oldest, now, /*implied=*/false, /*deadline=*/false, psn);
     return;
   }
   // The sink was checked when the Read started; its region may have been
@@ -396,6 +403,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     return;
   }
   if (placed_ != &p) Scatter(rd->wr.sge, rd->wr.num_sge, offset, p.payload);  // else there already (ReadSinkTarget)
+  ReadPlaced(*rd, static_cast<uint32_t>(PsnDiff(psn, rd->first_psn)), d == 0 && rd == oldest);
   if (d > 0 || rd != oldest) {
     // Ahead of a missing response: keep it (the memory is ours and the
     // bytes are those of this offset), so a late response costs nothing.
@@ -405,9 +413,9 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
       rd->ooo.Shift(adv);
       rd->resp_psn = PsnAdd(psn, adv);
       if (PsnDiff(rd->resp_psn, rd->LastPsn()) > 0) {  // complete, ahead of the oldest
-        // Still outstanding for the read limit: the responder frees read
-        // resources in the order the requests came, so the oldest one's
-        // would be taken by a new Read (RetireReads counts it later).
+        // Its requests still count for the read limit: the responder frees
+        // read resources in the order the requests came, so the oldest one's
+        // would be taken by a new Read (RetireReads frees them later).
         rd->done = true;
         rd->ooo.Clear();
       }
@@ -415,7 +423,7 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     // Its request reached the responder, so did everything before it.
     if (PsnDiff(rd->first_psn, acked_) > 0) acked_ = rd->first_psn;
     OnProgress(now);
-    NoteBeyondHole(*oldest, now, /*implied=*/false);
+    NoteBeyondHole(*oldest, now, /*implied=*/false, /*deadline=*/false, psn);
     return;
   }
   // The response we expect: everything before this Read is done.
@@ -450,15 +458,12 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
   if (PsnDiff(una_, acked_) > 0) acked_ = una_;
   seq_nak_active_ = false;
   OnProgress(now);
+  const size_t reqs = read_reqs_.size();
   if (PsnDiff(rd->resp_psn, rd->LastPsn()) > 0) {
     rd->done = true;
     rd->ooo.Clear();
-    // This Read and any later ones answered ahead of it, in order.
-    for (SendWqe* w = rd;;) {
-      reads_outstanding_--;
-      w = NextOpenOrDoneRead(w);
-      if (!w || !w->done) break;
-    }
+    // This Read's requests and those of later ones answered ahead of it.
+    RetireReads();
     dev_->MarkActive(this);  // a fenced or read-limited WQE may go now
     // ACKs and NAKs that arrived while this Read was in the way, and later
     // Reads already answered.
@@ -475,6 +480,8 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
     }
     return;
   }
+  RetireReads();  // the READ requests this response ends
+  if (read_reqs_.size() != reqs) dev_->MarkActive(this);  // the next may go
   if (rd->ooo.Any()) {
     // Another response is missing before ones already here: it has waited
     // as long as the previous gap did.

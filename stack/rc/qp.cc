@@ -199,6 +199,7 @@ bool QueuePair::ToRtr(const QpAttr& attr) {
   max_responses_ = 2u * attr_.max_dest_rd_atomic + 32;
   // Room for the limit and the ACK / NAK that may follow a full queue.
   responses_.Reserve(max_responses_ + 4);
+  read_reqs_.Reserve(std::max<uint32_t>(attr_.max_rd_atomic, 1));
   state_ = QpState::kRtr;
   return true;
 }
@@ -222,6 +223,16 @@ bool QueuePair::ToRts(uint64_t now) {
   repairs_needed_ = 0;
   srtt_ = rttvar_ = min_rtt_ = 0;
   rtt_pending_ = false;
+  const QpTuning& t = dev_->tuning();
+  read_reqs_.clear();
+  read_wnd_ = t.read_window_max
+                  ? std::clamp(t.read_window, kReadWindowMin, std::max(t.read_window_max, kReadWindowMin))
+                  : 0;
+  read_ssthresh_ = t.read_window_max;
+  read_wnd_acc_ = 0;
+  read_recovering_ = false;
+  read_probe_at_ = 0;
+  read_heard_ = false;
   state_ = QpState::kRts;
   if (cursor_ < sq_tail_) dev_->MarkActive(this);
   return true;
@@ -247,9 +258,9 @@ void QueuePair::ToError() {
   }
   cursor_ = ack_scan_ = sq_tail_;
   cursor_pkt_ = 0;
-  reads_outstanding_ = 0;
+  read_reqs_.clear();
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = read_probe_at_ = 0;
   repair_ = Repair::kNone;
   // Receive side: the receive in progress and every posted receive.
   if (have_recv_) CompleteRecv(Status::kCanceled, Cause::kFlushed);
@@ -279,9 +290,9 @@ void QueuePair::ToReset() {
                        std::memory_order_release);  // dropped: retired without completions
   sq_head_ = sq_tail_ = cursor_ = ack_scan_ = 0;
   cursor_pkt_ = 0;
-  reads_outstanding_ = 0;
+  read_reqs_.clear();
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = read_probe_at_ = 0;
   repair_ = Repair::kNone;
   send_error_ = false;
   have_recv_ = false;
@@ -428,6 +439,7 @@ uint64_t QueuePair::Deadline() const {
   m = std::min(m, key(repair));
   m = std::min(m, key(hole_deadline_));
   m = std::min(m, key(read_hold_at_));
+  m = std::min(m, key(read_probe_at_));
   return m + 1;  // UINT64_MAX (none set) wraps back to 0
 }
 
@@ -479,9 +491,15 @@ void QueuePair::OnTimer(uint64_t now) {
         dev_->TimerChanged(this);
         return;
       }
-      ReRequestRead(*rd);
+      ReadWindowLoss();
+      ReRequestRead(*rd, ReadLostEnd(*rd), /*gap=*/true);
       dev_->MarkActive(this);
     }
+  }
+  if (read_probe_at_ && now >= read_probe_at_) {
+    read_probe_at_ = 0;
+    OnReadProbe(now);
+    if (state_ != QpState::kRts) return;
   }
   if (rnr_deadline_ && now >= rnr_deadline_) {
     rnr_deadline_ = 0;
@@ -507,6 +525,7 @@ void QueuePair::OnTimer(uint64_t now) {
           if (!w.started) break;
           w.gap_retry = false;
           w.asked = false;
+          w.lost_from = w.lost_to = 0;
         }
         rereq_.clear();
         read_hold_at_ = 0;
@@ -518,7 +537,18 @@ void QueuePair::OnTimer(uint64_t now) {
         // Not after a silent pass: then everything goes again, so that one
         // more lost frame cannot make the next pass silent too.
         if (silent || !RepairNow(acked_, now, RepairCause::kTimeout)) RetryFrom(acked_);
-        if (SendWqe* rd = OldestOpenRead(); rd && PsnDiff(acked_, rd->resp_psn) > 0) ReRequestRead(*rd);
+        // Every open Read asks again for all it misses (the cursor's pass
+        // for those it has not passed), within the read window, which starts
+        // again from its minimum.
+        bool reads = false;
+        for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
+          SendWqe& w = Slot(i);
+          if (!w.started) break;
+          if (!w.IsRead() || w.done) continue;
+          reads = true;
+          ReRequestRead(w, w.req_pkts, /*gap=*/false);
+        }
+        if (reads) ReadWindowTimeout();
         probe_ = true;
         ArmRetransmitTimer(now);
         dev_->MarkActive(this);
@@ -554,23 +584,24 @@ std::string QueuePair::DebugState() const {
       "qpn=%06x state=%s peer_repairs=%d next_psn=%u una=%u acked=%u max_sent=%u wqes=[%u,%u) cursor=%u+%u "
       "retry_left=%d rnr_left=%d stall_left=%d heard=%d probe=%d srtt_ns=%u rttvar_ns=%u reo_wnd_ns=%u "
       "reorder_thresh=%u repair=%d repair_psn=%u repair_tries=%u retrans_in_ns=%d rnr_in_ns=%d "
-      "hole=%d hole_psn=%u read_hold_psn=%u read_hold_tries=%u read_hold_in_ns=%d reads_out=%u rereq=%u epsn=%u",
+      "hole=%d hole_psn=%u read_hold_psn=%u read_hold_tries=%u read_hold_in_ns=%d reads_out=%u read_wnd=%u "
+      "read_inflight=%u read_ssthresh=%u read_recovering=%d rereq=%u epsn=%u",
       qpn_, QpStateName(state_), repairs_, next_psn_, una_, acked_, max_sent_, sq_head_, sq_tail_, cursor_,
       cursor_pkt_, retry_left_, rnr_left_, stall_left_, heard_, probe_, srtt_, rttvar_, reo_wnd_, reorder_thresh_,
       static_cast<int>(repair_), repair_psn_, repair_tries_,
       retrans_deadline_ ? static_cast<int64_t>(retrans_deadline_ - dev_->now()) : -1,
       rnr_deadline_ ? static_cast<int64_t>(rnr_deadline_ - dev_->now()) : -1, hole_active_, hole_psn_,
       read_hold_psn_, read_hold_tries_, read_hold_at_ ? static_cast<int64_t>(read_hold_at_ - dev_->now()) : -1,
-      reads_outstanding_, rereq_.size(), epsn_);
+      read_reqs_.size(), read_wnd_, ReadInFlight(), read_ssthresh_, read_recovering_, rereq_.size(), epsn_);
   for (uint64_t i = sq_head_; i != sq_tail_; i++) {  // the oldest open Read, where a Read stalls
     const SendWqe& w = Slot(i);
     if (!w.started) break;
     if (!w.IsRead() || w.done) continue;
     absl::StrAppendFormat(&s,
-                          " read{wqe=%u first_psn=%u npkts=%u resp_psn=%u ahead=%u asked=%d asked_to=%u "
-                          "replay_hi=%u gap_psn=%u}",
-                          i, w.first_psn, w.npkts, w.resp_psn, w.ooo.Count(), w.asked, w.asked_to, w.replay_hi,
-                          w.gap_psn);
+                          " read{wqe=%u first_psn=%u npkts=%u req_pkts=%u resp_psn=%u ahead=%u asked=%d "
+                          "asked_to=%u replay_hi=%u gap_psn=%u}",
+                          i, w.first_psn, w.npkts, w.req_pkts, w.resp_psn, w.ooo.Count(), w.asked, w.asked_to,
+                          w.replay_hi, w.gap_psn);
     break;
   }
   counters.ForEach([&s](const char* name, uint64_t v) {

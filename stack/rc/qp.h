@@ -1,5 +1,7 @@
 // A reliable-connected queue pair: the requester (segments work requests
-// into packets, stamps PSNs, retransmits go-back-N on NAK / timeout / RNR),
+// into packets, stamps PSNs, paces a Read's responses with a read window —
+// a long Read asks in several READ requests —, retransmits go-back-N on NAK /
+// timeout / RNR),
 // the completer (ACKs, NAKs, read responses → completions in posting order)
 // and the responder (PSN checks, duplicates, placement with key/bounds/rights
 // checks, read responses replayed from saved state, coalesced ACKs, NAKs, CNPs).
@@ -56,6 +58,9 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan d
   X(invalid_naks_received, "invalid request NAKs received")                                 \
   X(op_naks_sent, "remote operational error NAKs sent")                                     \
   X(op_naks_received, "remote operational error NAKs received")                             \
+  X(read_requests, "READ requests sent for the first time (a long Read asks in several)")  \
+  X(read_window_cuts, "read window reductions (a Read response lost, a timeout)")           \
+  X(read_probes, "Read responses in flight asked for again after none came (read probe)") \
   X(implied_naks, "Read re-requests after an ACK past its missing responses")               \
   X(read_rerequests, "Read re-requests after missing responses")                           \
   X(read_ooo_placed, "Read responses placed ahead of a missing one")                        \
@@ -138,6 +143,30 @@ class PsnRanges {
       if (b_[r] > i) return a_[r] > i ? a_[r] : i;
     return 0;
   }
+  // Number of seen indexes in [lo, hi).
+  uint32_t CountIn(uint32_t lo, uint32_t hi) const {
+    uint32_t c = 0;
+    for (uint32_t r = 0; r < n_; r++) {
+      const uint32_t a = a_[r] > lo ? a_[r] : lo, b = b_[r] < hi ? b_[r] : hi;
+      if (a < b) c += b - a;
+    }
+    return c;
+  }
+  // Number of seen indexes just before `end` (the run that ends there; 0: none).
+  uint32_t RunBefore(uint32_t end) const {
+    for (uint32_t r = 0; r < n_; r++)
+      if (a_[r] < end && end <= b_[r]) return end - a_[r];
+    return 0;
+  }
+  // Where the last run starts from which on at least n indexes are seen (0: none).
+  uint32_t StartOfLast(uint32_t n) const {
+    uint32_t c = 0;
+    for (uint32_t r = n_; r-- > 0;) {
+      c += b_[r] - a_[r];
+      if (c >= n) return a_[r];
+    }
+    return 0;
+  }
   // Where the last run starts and ends (0, 0: none).
   uint32_t LastStart() const { return n_ ? a_[n_ - 1] : 0; }
   uint32_t LastEnd() const { return n_ ? b_[n_ - 1] : 0; }
@@ -190,6 +219,10 @@ class QueuePair {
   uint32_t una() const { return una_; }
   uint32_t expected_psn() const { return epsn_; }
   uint32_t outstanding_sends() const { return static_cast<uint32_t>(sq_tail_ - sq_head_); }
+  // The read window and the Read responses in flight (requester.cc "Read pacing").
+  uint32_t read_window() const { return read_wnd_; }
+  uint32_t read_in_flight() const { return ReadInFlight(); }
+  uint32_t reads_outstanding() const { return static_cast<uint32_t>(read_reqs_.size()); }
   // Send WQEs retired so far (completed, flushed or silently done), counted
   // before each one's completion is pushed, so a thread that sees a
   // completion sees its slot free; and receives taken off the QP's own
@@ -216,6 +249,10 @@ class QueuePair {
     bool local_checked = false;
     uint32_t first_psn = 0, npkts = 0;
     uint32_t req_psn = 0;      // Read: PSN of the last request sent
+    uint32_t req_pkts = 0;     // Read: responses [0, req_pkts) asked for (the read window paces the rest)
+    uint32_t lost_from = 0;    // Read: responses [lost_from, lost_to) judged lost and not asked for
+    uint32_t lost_to = 0;      //   again yet (not in flight: the read window has room for them)
+    bool lost_gap = false;     // Read: ... as a gap (its re-request arms the read hold)
     uint32_t resp_psn = 0;     // Read: next response PSN expected
     bool gap_retry = false;    // Read: a retry was requested for a gap at gap_psn
     uint32_t gap_psn = 0;
@@ -243,9 +280,55 @@ class QueuePair {
   size_t RequesterTx(uint64_t now, size_t budget);
   bool StartWqe(SendWqe& w, uint64_t now);
   void ExecuteLocal(SendWqe& w);
-  // `read_pkts`: a Read asks for this many responses from packet `pkt` on
-  // (0: everything to its end).
+  // `read_pkts`: a Read asks for this many responses from packet `pkt` on.
   bool EmitRequest(SendWqe& w, uint32_t pkt, uint64_t now, uint32_t read_pkts = 0);
+  // Read pacing (requester.cc). Responses a new READ request of `w` may ask
+  // for now (0: wait for responses, or for the outbound read limit).
+  uint32_t ReadAsk(const SendWqe& w) const;
+  // How many of `n` missing responses a re-request may ask for now (0: wait).
+  uint32_t ReadReAsk(uint32_t n) const;
+  // Responses asked for and neither placed nor judged lost, over every open
+  // Read: what the read window bounds.
+  uint32_t ReadInFlight() const;
+  // Responses of `w` in [a, b) not placed yet.
+  uint32_t ReadUnplaced(const SendWqe& w, uint32_t a, uint32_t b) const;
+  // Responses [from, to) of `w` are lost: asked for again (ReRequestTx);
+  // `gap`: a gap judged lost (NoteBeyondHole, the read hold), whose
+  // re-request arms the read hold, rather than a pass going back.
+  void ReadLost(SendWqe& w, uint32_t from, uint32_t to, bool gap = false);
+  // Sends re-requests for what ReadLost marked, within the read window.
+  // False: the sink took no more.
+  bool ReRequestTx(uint64_t now, size_t budget, size_t* n);
+  // The READ request (sent) that holds packet k of `w`: its first packet
+  // (*first) and the index after its last. A request for part of one names
+  // that one's read resource at the responder, so it must stay inside it.
+  uint32_t ReadReqOf(const SendWqe& w, uint32_t k, uint32_t* first) const;
+  // The next (re-)request of `w` for responses still missing in [from, to):
+  // from its first missing packet *k, *n packets up to the next one placed,
+  // the end of the READ request holding it, or `to` — or, when *k starts a
+  // READ request none of whose responses has come, all of it (*whole: the
+  // responder may not have it, and a part would be a new request to it);
+  // towards a peer not ours, from that request's first missing response
+  // over all its missing ones below `to` (rxe narrows a read resource to
+  // each duplicate's start). False: none missing.
+  bool NextMissing(const SendWqe& w, uint32_t from, uint32_t to, uint32_t* k, uint32_t* n,
+                   bool* whole = nullptr) const;
+  // A response of `rd`, packet k, was placed (the first copy); `in_order`:
+  // at the next PSN the oldest open Read expects. The window grows.
+  void ReadPlaced(const SendWqe& rd, uint32_t k, bool in_order);
+  // A Read response was judged lost (it is asked for again): the window is
+  // halved, once per recovery.
+  void ReadWindowLoss();
+  // A retransmit timeout with a Read open: the window to its minimum.
+  void ReadWindowTimeout();
+  static constexpr uint32_t kReadWindowMin = 2;
+  // Outstanding READ requests whose responses have all come, in order, end.
+  void RetireReads();
+  // The read probe: responses in flight and none heard of for ReadProbeNs
+  // (re-armed by every response and request): the last one asked for again.
+  uint64_t ReadProbeNs() const;
+  void ArmReadProbe(uint64_t now);
+  void OnReadProbe(uint64_t now);
   bool Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;  // false: source no longer registered
   void RetryFrom(uint32_t psn);
   // Goes back N over [from, to) only, then on with what was never sent.
@@ -266,8 +349,9 @@ class QueuePair {
   bool FindRequest(uint32_t psn, uint64_t* seq, uint32_t* k) const;
   // The transmit cursor's PSN (next_psn_ when it is past every started WQE).
   uint32_t CursorPsn() const;
-  // Round-trip samples: AckReq'd first transmissions, answered by an ACK/NAK.
-  void SampleRtt(uint64_t now);
+  // Round-trip samples: AckReq'd first transmissions, answered by an ACK/NAK
+  // (acked_ past the sample) or a Read response at `*resp_psn` at or past it.
+  void SampleRtt(uint64_t now, const uint32_t* resp_psn = nullptr);
   // Keeps the (re)transmit cursor at or after the oldest uncompleted WQE and
   // the oldest unacknowledged PSN: completed WQEs' slots are reused by new
   // posts, and acknowledged packets need not go out again.
@@ -297,26 +381,28 @@ class QueuePair {
   // The oldest Read still waiting for responses, or null.
   const SendWqe* OldestOpenRead() const;
   SendWqe* OldestOpenRead() { return const_cast<SendWqe*>(std::as_const(*this).OldestOpenRead()); }
-  // The next started Read after `after` in posting order (done or not), or null.
-  SendWqe* NextOpenOrDoneRead(SendWqe* after);
   // A response from the peer arrived that lies beyond `rd`'s next expected
   // response: counts towards declaring it lost and re-requesting the rest.
-  void NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool deadline = false);
-  // Queues a re-request of `rd` from its next expected response, sent before
-  // anything else without moving the send cursor (nothing after it is resent).
-  void ReRequestRead(SendWqe& rd);
+  // `before` (a PSN, -1: none): the evidence shows lost only responses
+  // before it (an ACK's or NAK's PSN, a response's), else what the
+  // responses placed show (ReadLostEnd).
+  void NoteBeyondHole(SendWqe& rd, uint64_t now, bool implied, bool deadline = false, int64_t before = -1);
+  // Queues a re-request of `rd` from its next expected response up to packet
+  // `to` (`gap`: a gap judged lost, see ReadLost), sent before anything else
+  // without moving the send cursor (nothing after it is resent).
+  void ReRequestRead(SendWqe& rd, uint32_t to, bool gap);
   // A (re-)request of `rd` will go out without another: one is queued, or
   // the send cursor has not passed it. Asking again then spends no retry.
   bool ReRequestDue(const SendWqe& rd) const;
   uint64_t SeqOf(const SendWqe& w) const;  // the WQE's sequence number
-  // Packets a (re-)request of Read `w` asks for: the gap before the first
-  // response already placed, or 0 for everything from resp_psn to the end.
-  uint32_t ReadGap(const SendWqe& w) const;
-  // Packets from resp_psn that cover every missing response of Read `w` (0: to the end).
-  uint32_t ReadSpan(const SendWqe& w) const;
-  // Packets still unconfirmed from packet `psn` (index k) of `w` on, counted
-  // up to 3: a lone packet after a timeout goes twice (EmitRequest).
-  uint64_t UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t read_pkts, uint32_t k) const;
+  // Where the responses of `w` judged lost end, once its next expected one
+  // is: after the gap before the first response placed past it (all that is
+  // asked for if none is), and after every later gap with reorder_thresh_
+  // responses placed beyond it (as a SACK scoreboard judges).
+  uint32_t ReadLostEnd(const SendWqe& w) const;
+  // Packets still unconfirmed from packet `psn` of `w` on (a Read: the `read_pkts`
+  // responses asked for), counted up to 3: a lone packet after a timeout goes twice.
+  uint64_t UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t read_pkts) const;
 
   // ---- responder (responder.cc) ---------------------------------------------
   void OnRequest(const wire::RocePacket& p, uint64_t now);
@@ -393,7 +479,6 @@ class QueuePair {
   uint32_t una_ = 0;           // oldest unacknowledged PSN
   uint32_t max_sent_ = 0;      // PSN after the highest one sent (counts retransmits)
   uint32_t since_ack_req_ = 0;
-  uint32_t reads_outstanding_ = 0;
   int retry_left_ = 7, rnr_left_ = 7;
   int stall_left_ = 64;
   bool heard_ = false;             // a response from the peer since the last retry
@@ -441,7 +526,23 @@ class QueuePair {
   // highest ACK or NAK heard). It runs ahead of una_ while an unanswered Read
   // is in the way; older ACKs and NAKs are stale.
   uint32_t acked_ = 0;
-  std::vector<uint64_t> rereq_;    // Read WQEs (by index) to re-request, in order
+  // Read WQEs (by index) with responses to ask for again (lost_from..lost_to), in order.
+  std::vector<uint64_t> rereq_;
+  // Read pacing (requester.cc): every READ request sent and not yet answered
+  // in full, in PSN order, as the PSNs of its responses [first, end): the
+  // outbound read limit counts them (freed in order, as the responder frees
+  // its read resources), and a re-request stays inside one of them.
+  struct ReadReq {
+    uint32_t first, end;
+  };
+  RingDeque<ReadReq> read_reqs_;   // reserved for max_rd_atomic at RTR
+  uint32_t read_wnd_ = 0;          // response packets we may have asked for and not received
+  uint32_t read_ssthresh_ = 0;     // below it the window grows by one per response
+  uint32_t read_wnd_acc_ = 0;      // responses towards the next +1 above read_ssthresh_
+  uint64_t read_probe_at_ = 0;     // OnReadProbe (0: not armed)
+  bool read_heard_ = false;        // a Read response came since the last probe
+  bool read_recovering_ = false;   // cut for a loss: no more cuts (nor growth) until
+  uint32_t read_recover_ = 0;      // the responses up to this PSN have come in order
   uint64_t retrans_deadline_ = 0;  // 0 = not armed
   uint64_t rnr_deadline_ = 0;      // 0 = not waiting
   uint32_t rnr_psn_ = 0;           // PSN the RNR wait is for

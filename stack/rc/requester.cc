@@ -1,8 +1,10 @@
 // Requester (IBTA §9.7.4 / rxe_req.c behaviour): turns send-queue WQEs into
 // request packets — path-MTU segmentation with FIRST/MIDDLE/LAST/ONLY
 // opcodes, PSNs, AckReq — within the window, the outbound read limit and
-// READ_FENCE; executes memory-window Bind/Invalidate in order; and restarts
-// from any PSN for go-back-N (a Read resumes from the middle of its response).
+// READ_FENCE; paces Reads (a long one asks for its responses in several READ
+// requests, a read window's worth at a time: "Read pacing" below); executes
+// memory-window Bind/Invalidate in order; and restarts from any PSN for
+// go-back-N (a Read resumes from the middle of its response).
 #include <algorithm>
 
 #include "stack/mem/memory_table.h"
@@ -20,32 +22,7 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
   size_t n = 0;
   // Read re-requests first: they ask again only for what is missing and do
   // not move the cursor, so nothing sent after the Read goes out again.
-  while (n < budget && !rereq_.empty() && state_ == QpState::kRts) {
-    const uint64_t i = rereq_.front();
-    SendWqe& w = Slot(i);
-    if (i < sq_head_ || i >= sq_tail_ || !w.started || !w.IsRead() || w.done) {
-      rereq_.erase(rereq_.begin());
-      continue;
-    }
-    const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
-    const bool probe = probe_;
-    if (!EmitRequest(w, k, now, ReadGap(w))) return n;
-    rereq_.erase(rereq_.begin());
-    n++;
-    // (after a timeout the retransmit timer paces; the read hold goes with
-    // selective repair, only between our stacks)
-    if (!probe && Repairs()) {
-      // A re-request for a gap: if the gap is still there a round trip or
-      // two later, the re-request or its replay was lost; ask again then
-      // (OnTimer), not only at the retransmit timeout.
-      if (read_hold_psn_ != w.resp_psn) read_hold_unheard_ = 0;
-      if (read_hold_psn_ != w.resp_psn || !read_hold_at_) read_hold_tries_ = 0;
-      read_hold_psn_ = w.resp_psn;
-      read_hold_at_ = now + ReadHoldNs();
-      read_hold_tries_++;
-      dev_->TimerChanged(this);
-    }
-  }
+  if (!ReRequestTx(now, budget, &n)) return n;
   // A selective repair: the one missing packet, before anything new.
   if (repair_ == Repair::kDue && n < budget && state_ == QpState::kRts) {
     if (!EmitRepair(now)) return n;
@@ -63,8 +40,9 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
       cursor_pkt_ = 0;
       continue;
     }
-    // A Read asks for what it still misses: from its next expected response.
-    if (w.IsRead()) cursor_pkt_ = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+    // A Read goes on from its next expected response at the earliest.
+    const uint32_t rk = w.IsRead() ? static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn)) : 0;
+    if (w.IsRead() && cursor_pkt_ < rk) cursor_pkt_ = rk;
     const uint32_t psn = PsnAdd(w.first_psn, cursor_pkt_);
     if (goback_bounded_ && !PsnLess(psn, goback_end_)) {
       // The bounded go-back is done: on with what was never sent.
@@ -72,16 +50,350 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
       RetryFrom(frontier);
       continue;
     }
+    if (w.IsRead()) {
+      if (cursor_pkt_ < w.req_pkts) {
+        // Asked for before: a pass going back (a timeout, a go-back-N
+        // restart) asks again for every response still missing from here,
+        // as re-requests (within the read window, one per READ request they
+        // fall in), before anything new.
+        ReadLost(w, cursor_pkt_, w.req_pkts);
+        cursor_pkt_ = w.req_pkts;
+        if (!ReRequestTx(now, budget, &n)) break;
+        continue;
+      }
+      if (cursor_pkt_ >= w.npkts) {
+        cursor_++;
+        cursor_pkt_ = 0;
+        continue;
+      }
+      // A new READ request for the next responses, as many as the read
+      // window has room for (its PSNs were taken within the window when the
+      // Read started); later WQEs wait behind it, their PSNs after its.
+      const uint32_t cnt = ReadAsk(w);
+      if (!cnt) break;
+      if (!EmitRequest(w, cursor_pkt_, now, cnt)) break;
+      n++;
+      counters.read_requests++;
+      read_reqs_.push_back({psn, PsnAdd(psn, cnt)});
+      w.req_pkts = cursor_pkt_ + cnt;
+      if (read_reqs_.size() == 1) ArmReadProbe(now);
+      cursor_pkt_ = w.req_pkts;
+      continue;
+    }
     // The window limits new PSNs; a resend of one already sent always goes.
     if (!PsnLess(psn, max_sent_) && PsnDiff(psn, acked_) >= static_cast<int32_t>(window)) break;
-    if (!EmitRequest(w, cursor_pkt_, now, w.IsRead() ? ReadGap(w) : 0)) break;
+    if (!EmitRequest(w, cursor_pkt_, now)) break;
     n++;
-    if (w.IsRead() || ++cursor_pkt_ >= w.npkts) {
+    if (++cursor_pkt_ >= w.npkts) {
       cursor_++;
       cursor_pkt_ = 0;
     }
   }
   return n;
+}
+
+// ---- Read pacing ------------------------------------------------------------------
+//
+// A Read's responses come back as fast as the responder can send them:
+// thousands of frames for a few MB, more than a receiver slower than the link
+// can queue (a kernel tap's 1000 frames), and what it drops is asked for
+// again in replays just as unpaced. So the requester bounds the responses in
+// flight — asked for, neither placed nor judged lost — over all its open
+// Reads to a window (read_wnd_, QpTuning::read_window). A Read takes its
+// whole PSN range when it starts, as before, and asks for its responses in
+// READ requests of a part of that range each (PSN first + k, RETH for bytes
+// k * MTU on), sent as the window has room: ordinary requests to the
+// responder, each within the outbound read limit. Later WQEs wait until the
+// Read's last request is out (their PSNs follow its range). Responses judged
+// lost (a gap re-requested, a timeout) leave the flight and are asked for
+// again within the window too, one re-request per READ request they fall in
+// (a re-request names one of the responder's read resources). The window is
+// AIMD, as TCP's congestion window: slow start from read_window, +1 per
+// response placed up to read_ssthresh_, then +1 per window's worth; a loss
+// halves it, once per recovery (until every response asked for before the
+// loss has come in order), a timeout takes it to the minimum.
+
+uint32_t QueuePair::ReadAsk(const SendWqe& w) const {
+  if (read_reqs_.size() >= std::max<uint32_t>(attr_.max_rd_atomic, 1)) return 0;
+  const uint32_t left = w.npkts - w.req_pkts;
+  if (!dev_->tuning().read_window_max) return left;  // unpaced: everything at once
+  const uint32_t in_flight = ReadInFlight();
+  const uint32_t room = read_wnd_ > in_flight ? read_wnd_ - in_flight : 0;
+  if (left <= room) return left;
+  // A part, once a quarter of the window is free: fewer, larger requests
+  // (the outbound read limit counts requests, not bytes).
+  return room >= std::max<uint32_t>(read_wnd_ / 4, 1) ? room : 0;
+}
+
+uint32_t QueuePair::ReadReAsk(uint32_t n) const {
+  if (!dev_->tuning().read_window_max) return n;
+  const uint32_t in_flight = ReadInFlight();
+  const uint32_t room = read_wnd_ > in_flight ? read_wnd_ - in_flight : 0;
+  if (n <= room) return n;
+  // (a quarter at least: every re-request is a replay job at the responder,
+  // which holds a few dozen)
+  return room >= std::max<uint32_t>(read_wnd_ / 4, 1) ? room : 0;
+}
+
+uint32_t QueuePair::ReadUnplaced(const SendWqe& w, uint32_t a, uint32_t b) const {
+  const uint32_t rk = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+  if (a < rk) a = rk;
+  if (a >= b) return 0;
+  return (b - a) - w.ooo.CountIn(a - rk, b - rk);
+}
+
+uint32_t QueuePair::ReadInFlight() const {
+  uint32_t n = 0;
+  for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
+    const SendWqe& w = Slot(i);
+    if (!w.started) break;
+    if (!w.IsRead() || w.done) continue;
+    n += ReadUnplaced(w, 0, w.req_pkts) - ReadUnplaced(w, w.lost_from, std::min(w.lost_to, w.req_pkts));
+  }
+  return n;
+}
+
+void QueuePair::ReadLost(SendWqe& w, uint32_t from, uint32_t to, bool gap) {
+  const uint32_t rk = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+  from = std::max(from, rk);
+  to = std::min(to, w.req_pkts);
+  if (from >= to) return;
+  if (!Repairs()) {
+    // Towards a responder not ours a re-request starts at its READ
+    // request's first missing response (NextMissing): all from there are
+    // asked for again, so they are not in flight.
+    uint32_t first;
+    ReadReqOf(w, from, &first);
+    from = std::max(first, rk);
+    while (from > rk && w.ooo.Test(from - rk)) from += w.ooo.RunFrom(from - rk);
+  }
+  if (std::max(w.lost_from, rk) < w.lost_to) {  // some already marked: one range over both
+    from = std::min(from, std::max(w.lost_from, rk));
+    to = std::max(to, w.lost_to);
+  }
+  if (!(std::max(w.lost_from, rk) < w.lost_to)) w.lost_gap = false;
+  w.lost_gap |= gap;
+  w.lost_from = from;
+  w.lost_to = to;
+  const uint64_t seq = SeqOf(w);
+  if (std::find(rereq_.begin(), rereq_.end(), seq) == rereq_.end()) rereq_.push_back(seq);
+  dev_->MarkActive(this);
+}
+
+bool QueuePair::ReRequestTx(uint64_t now, size_t budget, size_t* n) {
+  while (*n < budget && !rereq_.empty() && state_ == QpState::kRts) {
+    const uint64_t seq = rereq_.front();
+    SendWqe& w = Slot(seq);
+    const uint32_t rk = w.started && w.IsRead() ? static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn)) : 0;
+    uint32_t k, cnt;
+    bool whole = false;
+    if (seq < sq_head_ || seq >= sq_tail_ || !w.started || !w.IsRead() || w.done ||
+        !NextMissing(w, std::max(w.lost_from, rk), w.lost_to, &k, &cnt, &whole)) {
+      if (seq >= sq_head_ && seq < sq_tail_) w.lost_from = w.lost_to = 0;
+      rereq_.erase(rereq_.begin());
+      continue;
+    }
+    // Towards a responder not ours, a re-request may not start above a
+    // missing response of its READ request (NextMissing): the rest of it
+    // when those asked for already have come (or are asked for again).
+    if (!Repairs() && k < std::max(w.lost_from, rk)) return true;
+    // Within the window (a whole request goes as it went, at once: the
+    // responder may be waiting for it).
+    if (!whole) {
+      cnt = ReadReAsk(cnt);
+      if (!cnt) return true;  // the window is full: when responses come
+    }
+    const bool probe = probe_;
+    if (!EmitRequest(w, k, now, cnt)) return false;
+    (*n)++;
+    w.lost_from = std::max(w.lost_from, k + cnt);
+    ArmReadProbe(now);
+    // (after a timeout the retransmit timer paces; the read hold goes with
+    // selective repair, only between our stacks)
+    if (k == rk && w.lost_gap && !probe && Repairs()) {
+      // A re-request for a gap: if the gap is still there a round trip or
+      // two later, the re-request or its replay was lost; ask again then
+      // (OnTimer), not only at the retransmit timeout.
+      if (read_hold_psn_ != w.resp_psn) read_hold_unheard_ = 0;
+      if (read_hold_psn_ != w.resp_psn || !read_hold_at_) read_hold_tries_ = 0;
+      read_hold_psn_ = w.resp_psn;
+      read_hold_at_ = now + ReadHoldNs();
+      read_hold_tries_++;
+      dev_->TimerChanged(this);
+    }
+  }
+  return true;
+}
+
+uint32_t QueuePair::ReadReqOf(const SendWqe& w, uint32_t k, uint32_t* first) const {
+  const uint32_t psn = PsnAdd(w.first_psn, k);
+  for (size_t i = 0; i < read_reqs_.size(); i++) {
+    const ReadReq& r = read_reqs_[i];
+    if (PsnDiff(psn, r.first) >= 0 && PsnDiff(psn, r.end) < 0) {
+      *first = static_cast<uint32_t>(PsnDiff(r.first, w.first_psn));
+      return static_cast<uint32_t>(PsnDiff(r.end, w.first_psn));
+    }
+  }
+  *first = k;  // (a missing response's request is always outstanding)
+  return k + 1;
+}
+
+bool QueuePair::NextMissing(const SendWqe& w, uint32_t from, uint32_t to, uint32_t* k, uint32_t* n,
+                            bool* whole) const {
+  const uint32_t rk = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+  const auto skip_placed = [&](uint32_t i) {
+    while (i > rk && w.ooo.Test(i - rk)) i += w.ooo.RunFrom(i - rk);
+    return i;
+  };
+  uint32_t a = skip_placed(std::max(from, rk));
+  if (a >= to) return false;
+  uint32_t first;
+  const uint32_t req_end = ReadReqOf(w, a, &first);
+  // A responder not ours may narrow a read resource to each duplicate
+  // request's start (rxe: a later one must start at or after it, else it is
+  // dropped): a re-request of a READ request starts at its first missing
+  // response and covers all those missing below `to`.
+  if (!Repairs()) a = skip_placed(std::max(first, rk));
+  *k = a;
+  if (a == first && ReadUnplaced(w, first, req_end) == req_end - first) {
+    // Nothing of that READ request has come: the responder may never have
+    // had it, and would take a part of it for a new request of that length
+    // (its next PSN then not ours). Asked for again whole, as it went.
+    *n = req_end - first;
+    if (whole) *whole = true;
+    return true;
+  }
+  if (whole) *whole = false;
+  uint32_t e = std::min(to, req_end);
+  if (!Repairs()) {
+    e -= w.ooo.RunBefore(e - rk);  // (to the last missing one: a is missing, the run ends after it)
+  } else if (const uint32_t placed = w.ooo.FirstFrom(a - rk + 1); placed && rk + placed < e) {
+    e = rk + placed;  // up to the next response placed
+  }
+  *n = e - a;
+  return true;
+}
+
+void QueuePair::ReadPlaced(const SendWqe& rd, uint32_t k, bool in_order) {
+  const uint32_t max = dev_->tuning().read_window_max;
+  if (!max) return;
+  if (read_recovering_) {
+    if (!in_order || PsnDiff(PsnAdd(rd.first_psn, k + 1), read_recover_) < 0) return;
+    read_recovering_ = false;
+  }
+  if (read_wnd_ >= max) return;
+  if (read_wnd_ < read_ssthresh_) {
+    read_wnd_++;
+  } else if (++read_wnd_acc_ >= read_wnd_) {
+    read_wnd_acc_ = 0;
+    read_wnd_++;
+  }
+}
+
+void QueuePair::ReadWindowLoss() {
+  if (!dev_->tuning().read_window_max || read_recovering_) return;
+  read_ssthresh_ = read_wnd_ = std::max(read_wnd_ / 2, kReadWindowMin);
+  read_wnd_acc_ = 0;
+  read_recovering_ = true;
+  read_recover_ = max_sent_;
+  counters.read_window_cuts++;
+  dev_->Event(qpn_, "read-window", read_wnd_, ReadInFlight());
+}
+
+void QueuePair::ReadWindowTimeout() {
+  // Responses lost with nothing after them to tell: from the minimum again,
+  // the threshold half the window.
+  if (!dev_->tuning().read_window_max) return;
+  read_ssthresh_ = std::max(read_wnd_ / 2, kReadWindowMin);
+  read_wnd_ = kReadWindowMin;
+  read_wnd_acc_ = 0;
+  read_recovering_ = false;
+  counters.read_window_cuts++;
+  dev_->Event(qpn_, "read-window", read_wnd_, ReadInFlight());
+}
+
+uint64_t QueuePair::ReadProbeNs() const {
+  // A round trip with its variation (a sample waits for the responses queued
+  // ahead of it, as the missing ones would); before any sample, a quarter of
+  // the ACK timeout.
+  const uint64_t timeout = AckTimeoutNs(attr_.timeout);
+  const uint64_t t = srtt_ ? std::max(2 * srtt_, srtt_ + 4 * rttvar_) : (timeout ? timeout / 4 : 1'000'000);
+  return timeout ? std::min(t, timeout) : t;
+}
+
+void QueuePair::ArmReadProbe(uint64_t now) {
+  if (read_reqs_.empty() && rereq_.empty()) {
+    read_probe_at_ = 0;
+    return;
+  }
+  read_probe_at_ = now + ReadProbeNs();
+  dev_->TimerChanged(this);
+}
+
+void QueuePair::OnReadProbe(uint64_t now) {
+  // Responses are in flight and none has come for a while: lost at the end
+  // of a burst, with nothing after them to show it (NoteBeyondHole), or
+  // only late. As TCP's tail loss probe: ask again for the last one alone.
+  // Its replay comes after whatever is still on its way (a responder answers
+  // in order; ours ignores a re-request for what it has yet to send), so it
+  // shows the others lost only if they are. One retry of the stall budget;
+  // only if a response came since the last probe: a silent peer is the
+  // retransmit timer's to judge (retry_cnt).
+  if (!read_heard_) return;
+  read_heard_ = false;
+  if (!Repairs()) {
+    // Towards a responder not ours a re-request must start at the first
+    // missing response of its READ request (NextMissing), so a probe of the
+    // last would wait behind those: every response in flight is asked for
+    // again, within the window, from the first missing one.
+    if (ReadInFlight() == 0) return;
+    counters.read_probes++;
+    dev_->Event(qpn_, "read-probe", una_, ReadInFlight());
+    if (!ConsumeRetry(/*silent=*/false)) return;
+    for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
+      SendWqe& w = Slot(i);
+      if (!w.started) break;
+      if (!w.IsRead() || w.done) continue;
+      w.asked = false;
+      ReadLost(w, 0, w.req_pkts);
+    }
+    ArmReadProbe(now);
+    return;
+  }
+  SendWqe* last = nullptr;
+  uint32_t k = 0;
+  for (uint64_t i = ack_scan_; i != sq_tail_; i++) {
+    SendWqe& w = Slot(i);
+    if (!w.started) break;
+    if (!w.IsRead() || w.done) continue;
+    const uint32_t rk = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+    // Its last response in flight: asked for, not placed, not being asked again.
+    for (uint32_t j = w.req_pkts; j-- > rk;) {
+      if (j > rk && w.ooo.Test(j - rk)) {
+        j -= w.ooo.RunBefore(j - rk + 1) - 1;  // (to the run's start)
+        continue;
+      }
+      if (j >= std::max(w.lost_from, rk) && j < w.lost_to) break;
+      last = &w;
+      k = j;
+      break;
+    }
+  }
+  if (!last) return;
+  counters.read_probes++;
+  dev_->Event(qpn_, "read-probe", PsnAdd(last->first_psn, k), ReadInFlight());
+  if (!ConsumeRetry(/*silent=*/false)) return;
+  ReadLost(*last, k, k + 1);
+  ArmReadProbe(now);
+}
+
+void QueuePair::RetireReads() {
+  // Freed in order: the responder frees its read resources in the order the
+  // requests came, so an answered one behind an unanswered one still holds
+  // its resource there (and a new Read would take the oldest's).
+  const SendWqe* o = OldestOpenRead();
+  while (!read_reqs_.empty() && (!o || PsnDiff(read_reqs_.front().end, o->resp_psn) <= 0))
+    read_reqs_.pop_front();
 }
 
 bool QueuePair::StartWqe(SendWqe& w, uint64_t now) {
@@ -100,8 +412,8 @@ bool QueuePair::StartWqe(SendWqe& w, uint64_t now) {
     CompleteSendHead();
     return true;
   }
-  if ((w.wr.flags & kReadFence) && reads_outstanding_ > 0) return false;
-  if (w.IsRead() && reads_outstanding_ >= std::max<uint32_t>(attr_.max_rd_atomic, 1)) return false;
+  if ((w.wr.flags & kReadFence) && !read_reqs_.empty()) return false;
+  if (w.IsRead() && read_reqs_.size() >= std::max<uint32_t>(attr_.max_rd_atomic, 1)) return false;
   if (PsnDiff(next_psn_, acked_) >= static_cast<int32_t>(dev_->tuning().max_unacked_psns))
     return false;
   if (!w.inline_data) {
@@ -126,10 +438,7 @@ bool QueuePair::StartWqe(SendWqe& w, uint64_t now) {
   next_psn_ = PsnAdd(next_psn_, w.npkts);
   w.started = true;
   dev_->Event(qpn_, "start", cursor_, (uint64_t{w.first_psn} << 32) | w.npkts);
-  if (w.IsRead()) {
-    w.resp_psn = w.first_psn;
-    reads_outstanding_++;
-  }
+  if (w.IsRead()) w.resp_psn = w.first_psn;  // (its requests: RequesterTx)
   cursor_pkt_ = 0;
   return true;
 }
@@ -188,18 +497,26 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   bool last = true;
   if (w.IsRead()) {
     pkt.bth.opcode = op::kRcReadRequest;
-    // After a timeout, ask for every response still missing in one request
-    // (its reply is many frames, so one loss cannot silence the whole retry);
-    // otherwise only the gap before the first response already placed.
-    if (probe_) read_pkts = ReadSpan(w);
-    uint64_t len = w.length - offset;
-    if (read_pkts) len = std::min<uint64_t>(len, uint64_t{read_pkts} * mtu);
-    if (PsnLess(psn, max_sent_)) {  // a re-request: what it covers is asked for
-      w.asked = true;
-      w.asked_to = PsnAdd(psn, read_pkts ? read_pkts : w.npkts - k);
-      w.replay_hi = psn;
-      w.gap_retry = true;
-      w.gap_psn = psn;
+    // A new request for the next part of the Read, or a re-request for
+    // missing responses (callers: after a timeout every missing one, in one
+    // request per READ request they fall in, so one loss cannot silence the
+    // whole retry; otherwise the gap before the first response placed).
+    if (!read_pkts) read_pkts = w.npkts - k;
+    const uint64_t len = std::min<uint64_t>(w.length - offset, uint64_t{read_pkts} * mtu);
+    if (PsnLess(psn, max_sent_)) {
+      // A re-request: what it covers is asked for. One starting at the next
+      // expected response starts a new replay; a later part of the same gap
+      // (the next READ request's) extends it.
+      const uint32_t to = PsnAdd(psn, read_pkts);
+      if (!w.asked || psn == w.resp_psn) {
+        w.asked = true;
+        w.asked_to = to;
+        w.replay_hi = psn;
+        w.gap_retry = true;
+        w.gap_psn = psn;
+      } else if (PsnDiff(to, w.asked_to) > 0) {
+        w.asked_to = to;
+      }
     }
     pkt.ext.reth = {w.wr.remote_addr + offset, w.wr.rkey, static_cast<uint32_t>(len)};
     pkt.payload_len = 0;
@@ -257,15 +574,18 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
     counters.retransmit_bytes += pkt.payload_len;
   }
   probe_ = false;
-  if (probe && retransmit && UnconfirmedAfter(w, psn, read_pkts, k) <= 2 && Send(pkt, now)) {
+  if (probe && retransmit && UnconfirmedAfter(w, psn, read_pkts) <= 2 && Send(pkt, now)) {
     counters.retransmits++;
     counters.retransmit_bytes += pkt.payload_len;
   }
-  const uint32_t end = w.IsRead() ? PsnAdd(w.LastPsn(), 1) : PsnAdd(psn, 1);
+  const uint32_t end = PsnAdd(psn, w.IsRead() ? read_pkts : 1);
   if (PsnDiff(end, max_sent_) > 0) max_sent_ = end;
   since_ack_req_ = pkt.bth.ack_req ? 0 : since_ack_req_ + 1;
   if (!retrans_deadline_) ArmRetransmitTimer(now);
-  if (!retransmit && pkt.bth.ack_req && !w.IsRead() && !rtt_pending_) {
+  // Round-trip samples: a Send/Write packet's ACK, or a new READ request's
+  // first response (which also waits for the responses queued before it:
+  // what a lost one's wait is judged by, ReadProbeNs).
+  if (!retransmit && pkt.bth.ack_req && !rtt_pending_) {
     rtt_pending_ = true;
     rtt_psn_ = psn;
     rtt_t_ = now;
@@ -297,8 +617,19 @@ bool QueuePair::FindRequest(uint32_t psn, uint64_t* seq, uint32_t* k) const {
     if (w.IsLocal() || w.done) continue;
     if (PsnDiff(psn, w.first_psn) < 0) return false;
     if (PsnDiff(psn, w.LastPsn()) > 0) continue;
-    // A Read is repaired only as a whole request nothing has answered yet.
-    if (w.IsRead() && (psn != w.first_psn || w.resp_psn != w.first_psn)) return false;
+    if (w.IsRead()) {
+      // A Read is repaired only as a whole READ request sent that nothing
+      // has answered yet (the responder lost it, so none of its responses
+      // can have come).
+      const uint32_t pk = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
+      const int32_t d = PsnDiff(psn, w.resp_psn);
+      if (d < 0 || pk >= w.req_pkts) return false;
+      bool starts = false;
+      for (size_t r = 0; r < read_reqs_.size() && !starts; r++) starts = read_reqs_[r].first == psn;
+      uint32_t first;
+      const uint32_t end = ReadReqOf(w, pk, &first);
+      if (!starts || ReadUnplaced(w, first, end) != end - first) return false;
+    }
     *seq = i;
     *k = static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
     return true;
@@ -311,11 +642,10 @@ uint32_t QueuePair::CursorPsn() const {
     const SendWqe& w = Slot(i);
     if (!w.started) break;
     if (w.IsLocal() || w.done) continue;
-    if (i == cursor_) {
-      if (w.IsRead()) return w.resp_psn;
-      return PsnAdd(w.first_psn, cursor_pkt_);
-    }
-    return w.IsRead() ? w.resp_psn : w.first_psn;
+    const uint32_t k = i == cursor_ ? cursor_pkt_ : 0;
+    if (w.IsRead())  // a Read goes on from its next expected response at the earliest
+      return PsnAdd(w.first_psn, std::max<int64_t>(k, PsnDiff(w.resp_psn, w.first_psn)));
+    return PsnAdd(w.first_psn, k);
   }
   return next_psn_;
 }
@@ -374,8 +704,13 @@ bool QueuePair::EmitRepair(uint64_t now) {
     return true;
   }
   SendWqe& w = Slot(seq);
+  uint32_t rk = k, cnt = 0;
+  if (w.IsRead() && !NextMissing(w, k, w.req_pkts, &rk, &cnt)) {  // (FindRequest: the whole request)
+    repair_ = Repair::kNone;
+    return true;
+  }
   force_ack_req_ = true;
-  const bool ok = EmitRequest(w, k, now, w.IsRead() ? ReadGap(w) : 0);
+  const bool ok = EmitRequest(w, rk, now, cnt);
   force_ack_req_ = false;
   if (!ok) return false;
   counters.repairs++;
@@ -480,8 +815,8 @@ void QueuePair::RepairAnswered(uint64_t now, bool plain_ack) {
   }
 }
 
-void QueuePair::SampleRtt(uint64_t now) {
-  if (!rtt_pending_ || PsnDiff(acked_, rtt_psn_) <= 0) return;
+void QueuePair::SampleRtt(uint64_t now, const uint32_t* resp_psn) {
+  if (!rtt_pending_ || (resp_psn ? PsnDiff(*resp_psn, rtt_psn_) < 0 : PsnDiff(acked_, rtt_psn_) <= 0)) return;
   rtt_pending_ = false;
   const uint64_t s = now - rtt_t_;
   if (!srtt_) {
@@ -518,7 +853,11 @@ void QueuePair::RetryFrom(uint32_t psn) {
     if (PsnDiff(psn, w.LastPsn()) <= 0) {
       cursor_ = i;
       cursor_pkt_ = static_cast<uint32_t>(std::max<int32_t>(0, PsnDiff(psn, w.first_psn)));
-      if (w.IsRead()) cursor_pkt_ = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+      // A Read from its next expected response at the earliest, and no
+      // further than what it has asked for (then on with new requests).
+      if (w.IsRead())
+        cursor_pkt_ = std::max(std::min(cursor_pkt_, w.req_pkts),
+                               static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn)));
       return;
     }
   }
@@ -526,11 +865,10 @@ void QueuePair::RetryFrom(uint32_t psn) {
   cursor_pkt_ = 0;
 }
 
-uint64_t QueuePair::UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t read_pkts,
-                                     uint32_t k) const {
+uint64_t QueuePair::UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t read_pkts) const {
   // The responses this packet asks for (a Read) or the packet itself, then
   // every PSN after it not yet confirmed and not answered.
-  uint64_t left = w.IsRead() ? (read_pkts ? read_pkts : w.npkts - k) : 1;
+  uint64_t left = w.IsRead() ? read_pkts : 1;
   if (!w.IsRead()) left += w.npkts - 1 - static_cast<uint32_t>(PsnDiff(psn, w.first_psn));
   for (uint64_t i = SeqOf(w) + 1; i < sq_tail_ && left <= 2; i++) {
     const SendWqe& x = Slot(i);
@@ -543,17 +881,12 @@ uint64_t QueuePair::UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t re
   return left;
 }
 
-uint32_t QueuePair::ReadSpan(const SendWqe& w) const {
-  // Up to the last missing response: to the end unless the tail is placed.
-  const uint32_t k = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
-  const uint32_t left = w.npkts - k;
-  return w.ooo.LastEnd() == left ? w.ooo.LastStart() : 0;
-}
-
-uint32_t QueuePair::ReadGap(const SendWqe& w) const {
-  // Responses placed ahead of the next expected one need not come again:
-  // ask up to the first of them (0: everything to the end).
-  return w.ooo.FirstFrom(1);
+uint32_t QueuePair::ReadLostEnd(const SendWqe& w) const {
+  // Responses placed ahead of the next expected one need not come again.
+  const uint32_t rk = static_cast<uint32_t>(PsnDiff(w.resp_psn, w.first_psn));
+  if (!w.ooo.Any()) return w.req_pkts;
+  const uint32_t end = rk + std::max(w.ooo.FirstFrom(1), w.ooo.StartOfLast(reorder_thresh_));
+  return std::min(w.req_pkts, end);
 }
 
 uint64_t QueuePair::SeqOf(const SendWqe& w) const {
@@ -564,19 +897,22 @@ uint64_t QueuePair::SeqOf(const SendWqe& w) const {
 
 bool QueuePair::ReRequestDue(const SendWqe& rd) const {
   const uint64_t seq = SeqOf(rd);
-  // If the cursor has not passed this Read yet, the normal pass asks for it.
-  if (cursor_ <= seq) return true;
-  for (uint64_t q : rereq_)
-    if (q == seq) return true;
-  return false;
+  const uint32_t rk = static_cast<uint32_t>(PsnDiff(rd.resp_psn, rd.first_psn));
+  // If the cursor has not passed this Read yet (nor its next expected
+  // response), the normal pass asks for it.
+  if (cursor_ < seq) return true;
+  if (cursor_ == seq && cursor_pkt_ <= rk && cursor_pkt_ < rd.req_pkts) return true;
+  // Marked lost from its next expected response on (maybe waiting for room).
+  return std::max(rd.lost_from, rk) == rk && rk < rd.lost_to;
 }
 
-void QueuePair::ReRequestRead(SendWqe& rd) {
+void QueuePair::ReRequestRead(SendWqe& rd, uint32_t to, bool gap) {
   const uint64_t seq = SeqOf(rd);
   dev_->Event(qpn_, "rerequest", rd.resp_psn, seq);
-  if (ReRequestDue(rd)) return;
-  rereq_.push_back(seq);
-  dev_->MarkActive(this);
+  if (cursor_ < seq || (cursor_ == seq && cursor_pkt_ <= static_cast<uint32_t>(PsnDiff(rd.resp_psn, rd.first_psn)) &&
+                        cursor_pkt_ < rd.req_pkts))
+    return;  // the cursor's pass asks for it
+  ReadLost(rd, static_cast<uint32_t>(PsnDiff(rd.resp_psn, rd.first_psn)), to, gap);
 }
 
 void QueuePair::SyncCursor() {

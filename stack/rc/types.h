@@ -159,6 +159,23 @@ struct QpTuning {
   uint32_t ack_req_every = 32;      // AckReq at least every N packets
   uint64_t cnp_interval_ns = 4000;  // at most one CNP per QP per interval
   uint32_t max_tx_per_poll = 64;    // packets a QP emits per Poll turn
+  // Read pacing (requester.cc): a Read's responses all come back at once, as
+  // fast as the responder sends them; a receiver slower than the link (a
+  // kernel tap queues 1000 frames, a busy host less) drops what it cannot
+  // queue, and the repair's re-requests, unpaced too, lose again. So a QP
+  // has at most a window of response packets in flight (asked for, neither
+  // received nor judged lost), a long Read asked for in several READ
+  // requests (each a part of the Read's PSN range, within the outbound read
+  // limit: ordinary requests to any responder), re-requests within the same
+  // window. The window starts at read_window packets, grows by one per
+  // response received up to the threshold (slow start; at first
+  // read_window_max) and by one per window's worth above it, up to
+  // read_window_max; a lost response halves it (and sets the threshold),
+  // once until the responses asked for before the loss have come, and a
+  // timeout takes it to 2. read_window_max 0: no pacing (a Read asks for all
+  // its responses in one request, its re-requests go at once).
+  uint32_t read_window = 64;
+  uint32_t read_window_max = 512;
   // Read responses: a missing one is taken as lost (and re-requested) once
   // this many later responses have arrived; starts here and rises to the
   // reordering the link has shown (a late response that filled a gap),

@@ -87,13 +87,14 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Counts frames per node and keeps the first request of each opcode; cheap
-// enough for half a million packets.
+// Counts frames per node and keeps the first request of each opcode and
+// every READ request; cheap enough for half a million packets.
 struct Counter {
   uint64_t frames[2] = {0, 0};
   uint64_t payload[2] = {0, 0};
   std::vector<Frame> firsts;
   std::vector<Frame> naks;
+  std::vector<Frame> reads;
   void Install(sim::SimNetwork& net) {
     net.filter = [this](const sim::SimNode& from, std::vector<uint8_t>& frame) {
       const int n = from.id();
@@ -111,6 +112,7 @@ struct Counter {
         Frame f = WireLog::Parse(frame, 0, n);
         (nak ? naks : firsts).push_back(f);
       }
+      if (p.bth.opcode == op::kRcReadRequest) reads.push_back(WireLog::Parse(frame, 0, n));
       return true;
     };
   }
@@ -179,10 +181,22 @@ TEST(RcLarge, FullLengthWriteAndReadAbove4GiB) {
   ExpectCompletions(c, {{2, Status::kSuccess}});
   EXPECT_EQ(c[0].bytes, kMax);
   EXPECT_EQ(cnt.frames[1] - before_b, (kMax + 4095) / 4096);
-  const Frame* rq = cnt.First(0, op::kRcReadRequest);
-  ASSERT_NE(rq, nullptr);
-  EXPECT_EQ(rq->dma_len, kMax);
-  EXPECT_EQ(rq->va, rb.base());
+  // Asked for in READ requests of a read window's worth or less each (the
+  // first: read_window packets), one after the other over the Read's PSNs
+  // and bytes, none twice: 2^31 - 1 bytes in all.
+  const QpTuning t;
+  ASSERT_GT(cnt.reads.size(), 1u);
+  EXPECT_EQ(cnt.reads.size(), p.a.qp->counters.read_requests);
+  EXPECT_EQ(cnt.reads[0].dma_len, t.read_window * 4096u);
+  uint64_t asked = 0;
+  for (const Frame& f : cnt.reads) {
+    ASSERT_EQ(f.psn, PsnAdd(cnt.reads[0].psn, static_cast<int64_t>(asked / 4096)));
+    ASSERT_EQ(f.va, rb.base() + asked);
+    ASSERT_LE(f.dma_len, t.read_window_max * 4096u);
+    ASSERT_TRUE(f.dma_len % 4096 == 0 || asked + f.dma_len == kMax);
+    asked += f.dma_len;
+  }
+  EXPECT_EQ(asked, kMax);
   EXPECT_EQ(0, memcmp(ra.view(), rb.view(), kPeriod));
   EXPECT_GT(p.b.node->dev().counters.tx_busy, 0u);  // the responder was held back, and recovered
   EXPECT_EQ(p.b.qp->counters.retransmits + p.a.qp->counters.retransmits, 0u);

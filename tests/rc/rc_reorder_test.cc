@@ -140,10 +140,11 @@ TEST(RcReorder, LostReadResponsesCostOnlyThemselves) {
   w.drop = DropAny({DropFirst(resp(5)), DropFirst(resp(20), 2), DropFirst(resp(40))});
   r.Post();
   r.ExpectDone();
-  // Gaps are re-requested one at a time, each for itself (5, then 20, then
-  // 40); when 20's replay is lost too, the gap is still there after the read
-  // hold (a couple of round trips, not the retransmit timeout) and 20 alone
-  // is asked for again. 64 + 1 + 1 + 1 + 1 responses, no timeout.
+  // Gaps are re-requested each for itself: 5, then (once 5's replay has
+  // come) 20 and 40 together, the responses after each of them placed;
+  // when 20's replay is lost too, the gap is still there after the read hold
+  // (a couple of round trips, not the retransmit timeout) and 20 alone is
+  // asked for again. 64 + 1 + 1 + 1 + 1 responses, no timeout.
   auto req = w.Op(kA, op::kRcReadRequest);
   ASSERT_EQ(req.size(), 5u);
   EXPECT_EQ(req[0].dma_len, n);
@@ -151,9 +152,9 @@ TEST(RcReorder, LostReadResponsesCostOnlyThemselves) {
   EXPECT_EQ(req[1].dma_len, 256u);
   EXPECT_EQ(req[2].psn, PsnAdd(psn0, 20));
   EXPECT_EQ(req[2].dma_len, 256u);
-  EXPECT_EQ(req[3].psn, PsnAdd(psn0, 20));
+  EXPECT_EQ(req[3].psn, PsnAdd(psn0, 40));
   EXPECT_EQ(req[3].dma_len, 256u);
-  EXPECT_EQ(req[4].psn, PsnAdd(psn0, 40));
+  EXPECT_EQ(req[4].psn, PsnAdd(psn0, 20));
   EXPECT_EQ(req[4].dma_len, 256u);
   auto resps = w.Where([](const Frame& f) { return f.from == kB && IsReadResponse(f.opcode); });
   EXPECT_EQ(resps.size(), 68u);

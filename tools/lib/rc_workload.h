@@ -10,8 +10,10 @@
 // of operations deliberately violate access (wrong token, invalidated
 // window, one byte past the end, missing right, receive too small): the
 // model predicts the failing operation's status, the cancellation of
-// everything after it on both sides, and that no memory changed; the pair
-// then reconnects with fresh QPs.
+// everything after it on both sides, and that no memory changed (but a Read
+// one byte past the end, asked for in several READ requests, may have its
+// sink hold the bytes of the range that exist); the pair then reconnects
+// with fresh QPs.
 //
 // The model checks every completion (status, order, bytes, immediate and
 // invalidate flags), every byte of every receive buffer, read sink and target

@@ -874,6 +874,10 @@ uint64_t QueuePair::UnconfirmedAfter(const SendWqe& w, uint32_t psn, uint32_t re
     const SendWqe& x = Slot(i);
     if (!x.started) break;
     if (x.IsLocal() || x.done) continue;
+    if (x.IsRead()) {  // the responses it has asked for and not received
+      left += ReadUnplaced(x, 0, x.req_pkts);
+      continue;
+    }
     const uint32_t from = PsnDiff(acked_, x.first_psn) > 0 ? acked_ : x.first_psn;
     const int32_t n = PsnDiff(PsnAdd(x.LastPsn(), 1), from);
     if (n > 0) left += static_cast<uint64_t>(n);

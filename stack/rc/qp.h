@@ -293,8 +293,10 @@ class QueuePair {
   // Responses of `w` in [a, b) not placed yet.
   uint32_t ReadUnplaced(const SendWqe& w, uint32_t a, uint32_t b) const;
   // Responses [from, to) of `w` are lost: asked for again (ReRequestTx);
-  // `gap`: a gap judged lost (NoteBeyondHole, the read hold), whose
-  // re-request arms the read hold, rather than a pass going back.
+  // towards a peer not ours from the first missing response of the READ
+  // request holding `from` (NextMissing). `gap`: a gap judged lost
+  // (NoteBeyondHole, the read hold), whose re-request arms the read hold,
+  // rather than a pass going back.
   void ReadLost(SendWqe& w, uint32_t from, uint32_t to, bool gap = false);
   // Sends re-requests for what ReadLost marked, within the read window.
   // False: the sink took no more.
@@ -325,7 +327,8 @@ class QueuePair {
   // Outstanding READ requests whose responses have all come, in order, end.
   void RetireReads();
   // The read probe: responses in flight and none heard of for ReadProbeNs
-  // (re-armed by every response and request): the last one asked for again.
+  // (re-armed by every response and request): the last one asked for again
+  // (towards a peer not ours: all of them).
   uint64_t ReadProbeNs() const;
   void ArmReadProbe(uint64_t now);
   void OnReadProbe(uint64_t now);
@@ -536,7 +539,7 @@ class QueuePair {
     uint32_t first, end;
   };
   RingDeque<ReadReq> read_reqs_;   // reserved for max_rd_atomic at RTR
-  uint32_t read_wnd_ = 0;          // response packets we may have asked for and not received
+  uint32_t read_wnd_ = 0;          // response packets we may have in flight (ReadInFlight)
   uint32_t read_ssthresh_ = 0;     // below it the window grows by one per response
   uint32_t read_wnd_acc_ = 0;      // responses towards the next +1 above read_ssthresh_
   uint64_t read_probe_at_ = 0;     // OnReadProbe (0: not armed)

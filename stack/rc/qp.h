@@ -71,6 +71,7 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan d
   X(duplicates, "duplicate requests received")                                              \
   X(read_replays, "duplicate Read requests answered again")                                 \
   X(stale_replays, "duplicate Reads whose memory no longer validates (dropped)")            \
+  X(replays_superseded, "replays dropped unsent: a new Read took their resource")           \
   X(out_of_sequence, "requests received out of sequence")                                  \
   X(ooo_kept, "out-of-sequence requests kept until the gap before them was filled")        \
   X(ooo_executed, "kept requests executed once the gap was filled")                         \
@@ -614,6 +615,7 @@ class QueuePair {
     uint64_t offset = 0;     // read: bytes already sent
     uint64_t end = 0;        // read: offset where this reply ends (a re-request may ask for less)
     bool replay = false;     // read: answering a duplicate request
+    bool dup_only = false;   // read: a replay queued on its own, not the request's first answer
   };
   RingDeque<Response> responses_;  // reserved for max_responses_ at RTR
   size_t max_responses_ = 64;

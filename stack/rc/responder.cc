@@ -194,14 +194,22 @@ bool QueuePair::ExecuteRequest(const RocePacket& p, uint64_t now, bool* ack_req)
         return false;
       }
       // The resource slot must not still be answering an older Read: that
-      // would mean the requester exceeded our inbound read limit.
+      // would mean the requester exceeded our inbound read limit. A replay
+      // for a duplicate of that Read is another matter: a requester that
+      // asked again (a probe sent just before the answer reached it) and
+      // then issued this Read has the old one complete, or it could not
+      // have a new one out; the replay is for nothing and goes.
       for (size_t ri = 0; ri < responses_.size(); ri++) {
         const Response& r = responses_[ri];
-        if (r.kind == Response::Kind::kRead && r.res == read_res_next_) {
-          ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
-                         Cause::kRemoteInvalidRequest);
-          return false;
+        if (r.kind != Response::Kind::kRead || r.res != read_res_next_) continue;
+        if (r.dup_only) {
+          responses_.erase(ri--);
+          counters.replays_superseded++;
+          continue;
         }
+        ResponderError(syndrome::kNakInvalidRequest, Status::kCanceled,
+                       Cause::kRemoteInvalidRequest);
+        return false;
       }
       ReadResource& res = read_res_[read_res_next_];
       res.first_psn = p.bth.psn;
@@ -401,7 +409,7 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
       g.end = std::min<uint64_t>(offset + want, r.offset);
       g.msn = r.msn;
       g.res = i;
-      g.replay = true;
+      g.replay = g.dup_only = true;
       responses_.insert(ri, g);
       return;
     }
@@ -413,7 +421,7 @@ void QueuePair::OnDuplicate(const RocePacket& p) {
     r.end = offset + want;
     r.msn = msn_;
     r.res = i;
-    r.replay = true;
+    r.replay = r.dup_only = true;
     responses_.push_back(r);
     return;
   }

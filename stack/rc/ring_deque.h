@@ -39,6 +39,11 @@ class RingDeque {
     for (size_t j = size() - 1; j > i; j--) (*this)[j] = std::move((*this)[j - 1]);
     (*this)[i] = v;
   }
+  // Removes the element at position i (0 <= i < size()): later ones move up.
+  void erase(size_t i) {
+    for (size_t j = i; j + 1 < size(); j++) (*this)[j] = std::move((*this)[j + 1]);
+    tail_--;
+  }
 
  private:
   void Regrow(size_t c) {

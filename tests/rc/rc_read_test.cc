@@ -122,6 +122,67 @@ TEST(RcRead, RequesterAboveResponderInboundLimitGetsInvalidRequest) {
   EXPECT_EQ(p.b.qp->state(), QpState::kError);
 }
 
+// A requester's probe for its last Read, sent just before that Read's answer
+// reached it, and then a new Read in every resource slot (the answer came,
+// the application posted again): all in one burst, as Microsoft's ndrping
+// sends them when its process loses the CPU past the probe's timer. The
+// duplicate's replay is still queued when the new Read for the same slot is
+// taken; the requester has the old Read complete, so the replay goes unsent
+// and every new Read is answered, no NAK invalid request.
+TEST(RcRead, ProbeAheadOfNewReadsDoesNotHoldTheirResource) {
+  PairOptions o = InstantLink();
+  o.adjust = [](bool a_side, QpAttr& at) {
+    if (a_side) at.max_rd_atomic = 2;
+    else at.max_dest_rd_atomic = 2;
+  };
+  RcPair p(o);
+  WireLog w(p.net());
+  const uint32_t n = 64;
+  Buffer sink(4 * n, 1), target(4 * n, 2);
+  target.Fill(5);
+  auto kr = p.a.Register(sink, mem::kLocalWrite);
+  auto tr = p.b.Register(target, mem::kRemoteRead);
+  std::vector<uint8_t> last_request;
+  w.modify = [&](const Frame& f, std::vector<uint8_t>& frame) {
+    if (f.from == kA && f.opcode == op::kRcReadRequest) last_request = frame;
+  };
+  std::vector<Sge> sges(4);
+  auto post = [&](uint64_t i) {
+    sges[i] = {sink.addr() + i * n, n, kr.local_token};
+    ASSERT_EQ(p.a.qp->PostSend(MakeRdma(i, WrOp::kRead, &sges[i], 1, target.addr() + i * n,
+                                        tr.remote_token)),
+              PostResult::kOk);
+  };
+  post(0);
+  post(1);
+  ASSERT_TRUE(p.RunForSend(p.a, 2));
+  const std::vector<uint8_t> probe = last_request;  // the second Read's request
+  ASSERT_FALSE(probe.empty());
+  w.modify = nullptr;
+  p.net().Send(kA, std::vector<uint8_t>(probe));
+  post(2);
+  post(3);
+  ASSERT_TRUE(p.RunForSend(p.a, 4));
+  p.RunIdle();
+  ExpectCompletions(p.a.PollSend(), {{0, Status::kSuccess},
+                                     {1, Status::kSuccess},
+                                     {2, Status::kSuccess},
+                                     {3, Status::kSuccess}});
+  EXPECT_EQ(0, memcmp(sink.data(), target.data(), 4 * n));
+  // The three requests arrived together: the duplicate first.
+  auto req = w.Op(kA, op::kRcReadRequest);
+  ASSERT_EQ(req.size(), 5u);
+  EXPECT_EQ(req[2].psn, req[1].psn);
+  EXPECT_EQ(req[2].t, req[3].t);
+  EXPECT_EQ(req[3].t, req[4].t);
+  EXPECT_EQ(p.b.qp->counters.duplicates, 1u);
+  EXPECT_EQ(p.b.qp->counters.replays_superseded, 1u);
+  EXPECT_EQ(p.b.qp->counters.invalid_naks_sent, 0u);
+  EXPECT_EQ(w.Count([](const Frame& f) { return f.from == kB && IsReadResponse(f.opcode); }), 4u);
+  EXPECT_EQ(p.a.qp->state(), QpState::kRts);
+  EXPECT_EQ(p.b.qp->state(), QpState::kRts);
+}
+
 // READ_FENCE: a fenced Write waits until every earlier Read is answered; an
 // unfenced one goes out at once, before the Read's first response arrives.
 void FenceOrder(bool fence) {

@@ -139,5 +139,27 @@ TEST(Queues, DepthIsExactWithPowerOfTwoSlots) {
   EXPECT_EQ(rq.Front(), nullptr);
 }
 
+TEST(RingDeque, EraseKeepsOrderAcrossTheWrap) {
+  RingDeque<int> d;
+  d.Reserve(4);
+  for (int i = 0; i < 3; i++) d.push_back(i);
+  d.pop_front();
+  d.pop_front();  // head at 2: the next pushes wrap round the ring
+  for (int i = 3; i < 6; i++) d.push_back(i);
+  ASSERT_EQ(d.size(), 4u);  // 2 3 4 5
+  d.erase(1);               // 2 4 5
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0], 2);
+  EXPECT_EQ(d[1], 4);
+  EXPECT_EQ(d[2], 5);
+  d.erase(2);  // the last
+  d.erase(0);  // the first
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d.front(), 4);
+  d.push_back(9);
+  EXPECT_EQ(d.back(), 9);
+  EXPECT_EQ(d.capacity(), 4u);  // no regrow
+}
+
 }  // namespace
 }  // namespace roce::rc

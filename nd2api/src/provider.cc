@@ -393,8 +393,10 @@ HRESULT Provider::Startup() {
     prov->adapters_.push_back(std::make_unique<Adapter>(a, std::move(*host), id));
   }
   g_provider = prov;
-  // Threads blocked in a wait drive inline adapters.
-  SetProgressHook(InlineWaitHook);
+  // Threads blocked in a wait drive inline adapters. With none, a wait sleeps until its
+  // object is signalled (a progress thread completes it): the hook would only nap in its
+  // place, and a nap is not woken by the completion (each wait cost up to a 1 ms nap).
+  if (progress_threads < profiles.size()) SetProgressHook(InlineWaitHook);
   return ND_SUCCESS;
 }
 

@@ -10,11 +10,14 @@ ndcq "PASSED" per test, ndcat "Validation of full Addresslist passed", the sampl
 "End of test" line and, for the client, one result row per transfer size. (Their exit codes
 alone would not do: they exit with their source line, which Linux truncates to 8 bits.)
 
-  networkdirect_test.py --bin-dir DIR --case CASE [--progress default|thread|inline|yield]
+  networkdirect_test.py --bin-dir DIR --case CASE [--progress default|thread|inline|yield] [--smoke]
 
 CASE: adapterinfo, cat, mrlat, cq, mval, mw, ping-p, ping-b, pingpong-p, pingpong-b,
 rping-w-p, rping-r-b, rpingpong-p, rpingpong-b, memorytest-<Test> (one of TESTS below).
 --progress: the adapters' `progress` key (default: none, the library's default).
+--smoke: the long cases (the four samples' 23 sizes, ndmw's 8 M sequential Writes: minutes
+each) only through their first sizes / into phase 2, then stopped: what the test command runs;
+the whole runs are suite networkdirect-full.
 """
 import argparse
 import os
@@ -42,8 +45,14 @@ TESTS = {
 }
 SAMPLES = {"ping": "ndping", "pingpong": "ndpingpong", "rping": "ndrping", "rpingpong": "ndrpingpong"}
 SIZES = 23  # 1 B .. 4 MB: the samples' table has a row per size
+# --smoke: a sample until its client's table has these first rows (1 .. 8 B: the connection,
+# the warm-up and four sizes of 100,000 or 500,000 transfers each, 20-100 s), ndmw until phase 2 is
+# this long into its 8 M sequential Writes.
+SMOKE_ROWS = 4
+SMOKE_ROWS_RPINGPONG = 2  # ~250 us a round trip here: two spinning programs, four threads, 2 CPUs
+SMOKE_MW_SECONDS = 10
 FAIL_RE = re.compile(r"fail", re.I)
-RUN_TIMEOUT = 1800
+RUN_TIMEOUT = 3300
 
 
 def program_lines(out):
@@ -70,23 +79,54 @@ def no_failure(who, out):
     check(not bad, f"the {who} reported a failure: {bad[0] if bad else ''}")
 
 
-def run_pair(net, tmp, server_cmd, client_cmd, progress, timeout=RUN_TIMEOUT, may_exit=False):
+def wait_until(procs, done, timeout):
+    """Waits until done([outputs]) holds while every process still runs, then ends them (by
+    PID: they are ours). False if one exited first or the time ran out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if done([read(p) for p in procs]):
+            ok = all(p.poll() is None for p in procs)
+            break
+        if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
+            ok = False
+            break
+        time.sleep(0.1)
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+    return ok
+
+
+def run_pair(net, tmp, server_cmd, client_cmd, progress, timeout=RUN_TIMEOUT, may_exit=False,
+             until=None, what=""):
+    """Server and client to their end, both exiting 0 with no failure printed; with `until` (a
+    predicate on their outputs, `what` says what it waits for) only until it holds, the two
+    still running, then stopped."""
     srv = net.start(tmp, "server", server_cmd, net.config(tmp, "server", progress), may_exit=may_exit)
     # Microsoft's servers print nothing when they listen: their tap exists once NdStartup has
     # opened the adapter, and the listener follows within milliseconds.
     time.sleep(1.0)
     cli = net.start(tmp, "client", client_cmd, net.config(tmp, "client", progress), may_exit=may_exit)
     t0 = time.monotonic()
-    rcs = wait_all([srv, cli], timeout=timeout)
+    if until:
+        reached = wait_until([srv, cli], until, timeout)
+        rcs = [0, 0] if reached else [p.returncode for p in (srv, cli)]
+    else:
+        rcs = wait_all([srv, cli], timeout=timeout)
     outs = [read(srv), read(cli)]
     net.procs.clear()
     print(f"---- {' '.join(os.path.basename(c) for c in client_cmd[2:])} "
-          f"({time.monotonic() - t0:.1f} s)", flush=True)
+          f"({time.monotonic() - t0:.1f} s{', stopped at ' + what if until else ''})", flush=True)
     show("server", outs[0])
     show("client", outs[1])
     for who, rc, out in zip(("server", "client"), rcs, outs):
-        check(rc == 0, f"the {who} exited {rc}")
         no_failure(who, out)
+    if until:
+        check(reached, f"the pair did not reach {what} within {timeout} s, both running "
+                       f"(exit codes {[p.returncode for p in (srv, cli)]})")
+    for who, rc in zip(("server", "client"), rcs):
+        check(rc == 0, f"the {who} exited {rc}")
     return outs
 
 
@@ -102,7 +142,13 @@ def run_one(net, tmp, cmd, progress, timeout=300):
     return out
 
 
-def case(bindir, tmp, net, name, progress):
+def table(out):
+    """The sizes of the result rows a sample's client printed (ndping's format is
+    " %9ul %9ul ...": MSVC prints the l after each number too), after its warm-up."""
+    return [int(r) for r in re.findall(r"^\s*(\d+)l?\s+\d+l?\s+[\d.]+", out, re.M)][-SIZES:]
+
+
+def case(bindir, tmp, net, name, progress, smoke=False):
     # Line-buffered stdout (stdbuf): a run cut short still shows how far it got.
     exe = lambda p: ["stdbuf", "-oL", os.path.join(bindir, p)]  # noqa: E731
     srv, cli = net.ip("server"), net.ip("server")  # a client names the server's address
@@ -119,22 +165,41 @@ def case(bindir, tmp, net, name, progress):
     elif name == "cq":
         out = run_one(net, tmp, exe("ndcq") + [srv], progress)
         check(out.count("PASSED") >= 3, "ndcq: fewer than its three PASSED lines")
+    elif name == "mw" and smoke:
+        # Phase 1 (32 MB read, validated, and written back) complete on the client, then
+        # SMOKE_MW_SECONDS of phase 2's 4-byte Writes with both running (the server's progress,
+        # "%Id%%\r", has no newline: it shows only at the end).
+        prog = exe("ndmw")
+        since = {}
+
+        def phase2_for_a_while(o):
+            if "Phase 1: complete" in o[1] and "Phase 2:" in o[0]:
+                since.setdefault("t", time.monotonic())
+            return "t" in since and time.monotonic() - since["t"] >= SMOKE_MW_SECONDS
+        run_pair(net, tmp, prog + ["-s", srv], prog + ["-c", cli], progress, timeout=300,
+                 until=phase2_for_a_while, what=f"phase 1 complete and {SMOKE_MW_SECONDS} s of phase 2")
     elif name in ("mval", "mw"):
         prog = exe("nd" + name)
-        outs = run_pair(net, tmp, prog + ["-s", srv], prog + ["-c", cli], progress, timeout=300)
+        outs = run_pair(net, tmp, prog + ["-s", srv], prog + ["-c", cli], progress,
+                        timeout=300 if name == "mval" else RUN_TIMEOUT)
         for who, out in zip(("server", "client"), outs):
             check("End of test" in out, f"the {who} printed no 'End of test' line")
         check(any("Test complete." in o for o in outs), f"nd{name}: no side printed 'Test complete.'")
     elif kind in SAMPLES:
         flags = ["-" + f for f in rest.split("-")]
         prog = exe(SAMPLES[kind])
-        outs = run_pair(net, tmp, prog + ["-s"] + flags + [srv], prog + ["-c"] + flags + [cli], progress)
-        for who, out in zip(("server", "client"), outs):
-            check("End of test" in out, f"the {who} printed no 'End of test' line")
-        # (ndping's format is " %9ul %9ul ...": MSVC prints the l after each number too.)
-        rows = re.findall(r"^\s*(\d+)l?\s+\d+l?\s+[\d.]+", outs[1], re.M)
-        check(len(rows) >= SIZES and [int(r) for r in rows[-SIZES:]] == [1 << i for i in range(SIZES)],
-              f"the client's table does not list the sizes 1 .. 4194304 (rows: {rows})")
+        rows_wanted = SMOKE_ROWS_RPINGPONG if kind == "rpingpong" else SMOKE_ROWS
+        want = rows_wanted if smoke else SIZES
+        until = (lambda o: len(table(o[1])) >= rows_wanted) if smoke else None
+        outs = run_pair(net, tmp, prog + ["-s"] + flags + [srv], prog + ["-c"] + flags + [cli], progress,
+                        timeout=300 if smoke else RUN_TIMEOUT, until=until,
+                        what=f"the client's {rows_wanted} first rows")
+        if not smoke:
+            for who, out in zip(("server", "client"), outs):
+                check("End of test" in out, f"the {who} printed no 'End of test' line")
+        rows = table(outs[1])
+        check(len(rows) >= want and rows[:want] == [1 << i for i in range(want)],
+              f"the client's table does not list the sizes 1 .. {1 << (want - 1)} (rows: {rows})")
     elif kind == "memorytest" and rest in TESTS:
         prog = exe("ndmemorytest")
         outs = run_pair(net, tmp, prog + ["-s", "-t", rest, srv], prog + ["-c", "-t", rest, cli], progress,
@@ -154,6 +219,9 @@ def main():
     ap.add_argument("--bin-dir", required=True, help="where build-ms-programs.sh put the programs")
     ap.add_argument("--case", required=True)
     ap.add_argument("--progress", default="default", choices=["default", "thread", "inline", "yield"])
+    ap.add_argument("--smoke", action="store_true",
+                    help="the long cases (samples, mw) only until their first sizes / phase 2 "
+                         "have run, both programs still running and nothing failed; then stopped")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("SKIP: needs root (TAP devices, a network namespace)")
@@ -172,7 +240,7 @@ def main():
             if a.progress == "yield":
                 net_config = net.config
                 net.config = lambda t, r, p, **k: net_config(t, r, p, progress_yield="on", **k)
-            case(a.bin_dir, tmp, net, a.case, progress)
+            case(a.bin_dir, tmp, net, a.case, progress, a.smoke)
     except CaseFailure as e:
         print(f"FAIL: {e}", flush=True)
         return 1

@@ -202,8 +202,11 @@ def case(bindir, tmp, net, name, progress, smoke=False):
               f"the client's table does not list the sizes 1 .. {1 << (want - 1)} (rows: {rows})")
     elif kind == "memorytest" and rest in TESTS:
         prog = exe("ndmemorytest")
+        # A side may be done before its tap is on the bridge (no part in the test, or a part
+        # of its own: NdMRInvalidBuffer's server can finish in the harness's first 20 ms):
+        # its exit status and lines are judged below all the same.
         outs = run_pair(net, tmp, prog + ["-s", "-t", rest, srv], prog + ["-c", "-t", rest, cli], progress,
-                        timeout=300, may_exit=TESTS[rest] != "both")
+                        timeout=300, may_exit=True)
         who = TESTS[rest]
         for role, out in zip(("server", "client"), outs):
             if who in ("both", role):

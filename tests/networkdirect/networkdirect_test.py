@@ -46,10 +46,9 @@ TESTS = {
 SAMPLES = {"ping": "ndping", "pingpong": "ndpingpong", "rping": "ndrping", "rpingpong": "ndrpingpong"}
 SIZES = 23  # 1 B .. 4 MB: the samples' table has a row per size
 # --smoke: a sample until its client's table has these first rows (1 .. 8 B: the connection,
-# the warm-up and four sizes of 100,000 or 500,000 transfers each, 20-100 s), ndmw until phase 2 is
+# the warm-up and four sizes of 100,000 or 500,000 transfers each, 10-50 s), ndmw until phase 2 is
 # this long into its 8 M sequential Writes.
 SMOKE_ROWS = 4
-SMOKE_ROWS_RPINGPONG = 2  # ~250 us a round trip here: two spinning programs, four threads, 2 CPUs
 SMOKE_MW_SECONDS = 10
 FAIL_RE = re.compile(r"fail", re.I)
 RUN_TIMEOUT = 3300
@@ -188,12 +187,11 @@ def case(bindir, tmp, net, name, progress, smoke=False):
     elif kind in SAMPLES:
         flags = ["-" + f for f in rest.split("-")]
         prog = exe(SAMPLES[kind])
-        rows_wanted = SMOKE_ROWS_RPINGPONG if kind == "rpingpong" else SMOKE_ROWS
-        want = rows_wanted if smoke else SIZES
-        until = (lambda o: len(table(o[1])) >= rows_wanted) if smoke else None
+        want = SMOKE_ROWS if smoke else SIZES
+        until = (lambda o: len(table(o[1])) >= SMOKE_ROWS) if smoke else None
         outs = run_pair(net, tmp, prog + ["-s"] + flags + [srv], prog + ["-c"] + flags + [cli], progress,
                         timeout=300 if smoke else RUN_TIMEOUT, until=until,
-                        what=f"the client's {rows_wanted} first rows")
+                        what=f"the client's {SMOKE_ROWS} first rows")
         if not smoke:
             for who, out in zip(("server", "client"), outs):
                 check("End of test" in out, f"the {who} printed no 'End of test' line")

@@ -414,6 +414,9 @@ absl::Status Port::Configure() {
   conf.rxmode.offloads = o.rx_enabled;
   conf.txmode.offloads = o.tx_enabled;
   if (p.set_mtu) conf.rxmode.mtu = p.mtu;
+  const bool rx_intr = p.rx_interrupt == Tristate::kOn ||
+                       (p.rx_interrupt == Tristate::kAuto && (p.driver == "net_tap" || p.driver == "net_memif"));
+  conf.intr_conf.rxq = rx_intr ? 1 : 0;
   const uint64_t rss_hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
   if (p.rss == Tristate::kOn && rss_hf == 0)
     return absl::FailedPreconditionError(absl::StrCat("flow.rss = on but ", info.driver_name, " has no RSS"));
@@ -502,12 +505,35 @@ absl::Status Port::Configure() {
     }
   }
 
+  if (rx_intr) {
+    for (uint16_t q = 0; q < p.rx_queues; q++) {
+      const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port_id_, q);
+      if (fd < 0) {
+        if (p.rx_interrupt == Tristate::kOn)
+          return absl::FailedPreconditionError(absl::StrCat(
+              "port.rx_interrupt = on but ", info.driver_name, " gives RX queue ", q, " no interrupt fd"));
+        rx_wait_fds_.clear();
+        break;
+      }
+      rx_wait_fds_.push_back(fd);
+    }
+    // Drivers whose fd is the queue's own (net_tap) have no enable op.
+    rx_intr_ops_ = !rx_wait_fds_.empty() && rte_eth_dev_rx_intr_enable(port_id_, 0) != -ENOTSUP;
+    if (rx_intr_ops_) rte_eth_dev_rx_intr_disable(port_id_, 0);
+  }
+
   for (const SteeringRule& r : SteeringRules(p, o.rss)) {
     auto f = CreateSteeringRule(port_id_, r);
     if (!f.ok()) return f.status();
     flows_.push_back(*f);
   }
   return absl::OkStatus();
+}
+
+void Port::ArmRxInterrupt(uint16_t queue, bool on) {
+  if (!rx_intr_ops_ || queue >= rx_wait_fds_.size()) return;
+  if (on) rte_eth_dev_rx_intr_enable(port_id_, queue);
+  else rte_eth_dev_rx_intr_disable(port_id_, queue);
 }
 
 Port::~Port() {
@@ -939,6 +965,7 @@ void Port::FillTelemetry(TelemetryDict& d) const {
   d.AddString("name", name_);
   d.AddString("driver", profile_.driver);
   d.AddString("mac", mac_.ToString());
+  d.Add("rx_interrupt", rx_wait_fds_.empty() ? 0 : 1);  // PortProfile::rx_interrupt, granted
   d.Add("rx_packets", s.rx_packets);
   d.Add("rx_bytes", s.rx_bytes);
   d.Add("tx_packets", s.tx_packets);

@@ -116,6 +116,15 @@ class Port {
   // net_tap: every burst reads the tap, and the kernel sends this process no
   // SIGIO for its frames (PortProfile::tap_rx_signal off, and it worked).
   bool tap_rx_polled() const { return tap_rx_trigger_ != nullptr; }
+  // The fd that becomes readable when RX queue q has a frame, for a thread
+  // with nothing to do to sleep on (PortProfile::rx_interrupt), or -1. Arm
+  // the device's interrupt before the sleep and disarm it after (both no-ops
+  // where the fd is the queue itself, net_tap). A frame held by a fault
+  // (reordering) does not make it readable: sleep with a timeout.
+  int RxWaitFd(uint16_t queue) const {
+    return queue < rx_wait_fds_.size() ? rx_wait_fds_[queue] : -1;
+  }
+  void ArmRxInterrupt(uint16_t queue, bool on);
   // Frees the frames waiting in queue q's TX backlog or fault hold slot whose
   // zero-copy memory was revoked (ZcPool::Revoke): they must not reach the
   // device. Returns how many. Call with the lock Revoke was called with.
@@ -177,6 +186,8 @@ class Port {
   // trigger handler, called before every burst so that the burst reads.
   void (*tap_rx_trigger_)(int) = nullptr;
   int tap_rx_sig_ = 0;
+  std::vector<int> rx_wait_fds_;  // per RX queue (RxWaitFd); owned by the driver
+  bool rx_intr_ops_ = false;      // rte_eth_dev_rx_intr_enable does something
   std::unique_ptr<RxQueue[]> rxq_;
   std::unique_ptr<TxQueue[]> txq_;
   std::vector<rte_flow*> flows_;

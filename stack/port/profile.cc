@@ -219,6 +219,10 @@ const std::vector<KeyDef>& Keys() {
         "burst reads it, and no signal is sent: a signal and the interrupt that delivers it cost more than "
         "the read)"},
        [](PortProfile& p, const std::string& v) { return ParseBool("port.tap_rx_signal", v, &p.tap_rx_signal); }},
+      {{"port", "rx_interrupt",
+        "an fd per RX queue that wakes an idle progress thread when a frame arrives: auto (net_tap, "
+        "net_memif), on (required), off (the thread naps for up to its idle_sleep_max between looks)"},
+       [](PortProfile& p, const std::string& v) { return ParseTristate("port.rx_interrupt", v, &p.rx_interrupt); }},
       {{"port", "tx_backlog", "software TX queue for frames the device did not take (default 256; 0: drop them)"},
        [](PortProfile& p, const std::string& v) { return ParseUint("port.tx_backlog", v, 0, 65536, &p.tx_backlog); }},
       {{"port", "ring", "net_ring: name of the ring set both sides of a pair share, <= 12 characters (default roce)"},

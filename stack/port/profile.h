@@ -85,6 +85,12 @@ struct PortProfile {
   // before every burst, so each burst reads the queue (one readv that finds
   // nothing when it is empty). true: the PMD's own signal-driven reads.
   bool tap_rx_signal = false;
+  // An fd per RX queue that becomes readable when a frame arrives (DPDK's Rx
+  // interrupts: intr_conf.rxq, rte_eth_dev_rx_intr_ctl_q_get_fd), on which an
+  // idle progress thread sleeps instead of napping blind. auto: on for the
+  // drivers known to give one (net_tap, net_memif), off for the others; on:
+  // required (open fails without it); off: never.
+  Tristate rx_interrupt = Tristate::kAuto;
   // net_ring only
   std::string ring = "roce";       // the two sides of a pair name the same ring set
   RingSide ring_side = RingSide::kA;

@@ -190,6 +190,25 @@ TEST(RingPair, OffloadsReportedAndEnforced) {
   EXPECT_TRUE(absl::StrContains(r.status().message(), "TX UDP checksum offload is required")) << r.status();
 }
 
+// port.rx_interrupt: a ring has no Rx interrupt. auto and off open without a
+// wake-up fd; on (required) fails at open, naming the driver.
+TEST(RingPair, RxInterruptIsGrantedOnlyWhereTheDriverHasOne) {
+  for (const Tristate t : {Tristate::kAuto, Tristate::kOff}) {
+    PortProfile p = RingProfile();
+    p.ring_side = RingSide::kLoop;
+    p.rx_interrupt = t;
+    auto port = Port::Open(p);
+    ASSERT_TRUE(port.ok()) << port.status();
+    EXPECT_EQ((*port)->RxWaitFd(0), -1);
+  }
+  PortProfile p = RingProfile();
+  p.ring_side = RingSide::kLoop;
+  p.rx_interrupt = Tristate::kOn;
+  auto port = Port::Open(p);
+  ASSERT_FALSE(port.ok());
+  EXPECT_TRUE(absl::StrContains(port.status().message(), "port.rx_interrupt = on but net_ring")) << port.status();
+}
+
 TEST(RingPair, WithoutMultiSegTxChainsAreLinearized) {
   PortProfile prof = RingProfile();
   prof.mtu = 4000;

@@ -6,7 +6,10 @@
 #include <cstring>
 #include <deque>
 
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -106,6 +109,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     Engine* me = e.get();
     e->rc_->memory().on_deregister = [me](uint64_t addr, uint64_t len) { me->RevokeZeroCopy(addr, len); };
   }
+  e->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (e->wake_fd_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
+  e->rx_wakeable_ = port->RxWaitFd(opts.queue) >= 0;
   e->tsc0_ = rte_get_tsc_cycles();
   e->ns_per_cycle_ = 1e9 / static_cast<double>(rte_get_tsc_hz());
   Engine* self = e.get();
@@ -123,6 +129,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("tx_zero_copy", c.tx_zero_copy);
     d.Add("tx_on_post", c.tx_on_post);
     d.Add("naps", self->naps());
+    d.Add("rx_wakeable", self->rx_wakeable() ? 1 : 0);
+    d.Add("rx_wakes", self->rx_wakes());
+    d.Add("sleeps_when_idle", self->sleeps_when_idle() ? 1 : 0);
     d.Add("idle_yields", self->idle_yields());
     d.Add("poller_yields", self->poller_yields());
     d.Add("yielding", self->yielding() ? 1 : 0);  // adaptive_yield
@@ -145,6 +154,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
 
 Engine::~Engine() {
   Stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
   EngineLock l(&mu_);
   qp_telemetry_.clear();
   telemetry_.Reset();
@@ -803,6 +813,8 @@ void Engine::Doorbell(rc::QueuePair& qp, bool idle) {
 
 void Engine::Loop() {
   uint64_t idle_since = 0, nap = 0;
+  schedstat_fd_ = -2;  // this thread's own, opened by its first CheckContention
+  run_delay_ = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
     if (Poll() != 0) {
       idle_since = 0;
@@ -815,19 +827,45 @@ void Engine::Loop() {
       continue;
     }
     if (idle_since == 0 || kicked_.exchange(false)) idle_since = now;
-    if (now - idle_since < opts_.idle_spin_ns) {
+    // CPUs taken by threads that do not yield, and a frame to wake it: sleep
+    // at once. Spinning, or yielding (which hands the CPU to such a thread for
+    // the rest of its slice), keeps the CPU from the threads this one waits for.
+    bool hogged = hogged_.load(std::memory_order_relaxed);
+    if (hogged && now - hog_seen_ >= kContentionHoldNs) hogged_.store(hogged = false, std::memory_order_relaxed);
+    if (!hogged && now - idle_since < opts_.idle_spin_ns) {
       IdleSpin(now);
       continue;
     }
-    nap = nap ? std::min(nap * 2, opts_.idle_sleep_max_ns) : 1000;
-    absl::MutexLock l(&nap_mu_);
-    napping_.store(true);  // then kicked_ is read: Kick() sees one or the other
-    if (!kicked_.exchange(false) && !stop_.load()) {
-      nap_cv_.WaitWithTimeout(&nap_mu_, absl::Nanoseconds(static_cast<int64_t>(nap)));
-      naps_.fetch_add(1, std::memory_order_relaxed);
+    // A frame ends a nap on the RX interrupt at once: no need to start short.
+    nap = rx_wakeable_ ? opts_.idle_sleep_max_ns : nap ? std::min(nap * 2, opts_.idle_sleep_max_ns) : 1000;
+    Nap(nap);
+    if (opts_.adaptive_yield && rx_wakeable_) {
+      const uint64_t t = NowNs();
+      if (t - contention_checked_ >= kContentionCheckNs) CheckContention(t);
     }
-    napping_.store(false);
   }
+  if (schedstat_fd_ >= 0) close(schedstat_fd_);
+  schedstat_fd_ = -2;
+}
+
+void Engine::Nap(uint64_t ns) {
+  napping_.store(true);  // then kicked_ is read: Kick() sees one or the other
+  if (!kicked_.exchange(false) && !stop_.load()) {
+    const int rx_fd = rx_wakeable_ ? port_->RxWaitFd(opts_.queue) : -1;
+    if (rx_fd >= 0) port_->ArmRxInterrupt(opts_.queue, true);
+    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {rx_fd, POLLIN, 0}};
+    const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    naps_.fetch_add(1, std::memory_order_relaxed);  // counted as it starts: a nap may be long
+    const int n = ppoll(fds, rx_fd >= 0 ? 2 : 1, &ts, nullptr);
+    if (rx_fd >= 0) port_->ArmRxInterrupt(opts_.queue, false);
+    if (n > 0 && (fds[1].revents & POLLIN)) rx_wakes_.fetch_add(1, std::memory_order_relaxed);
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t v;
+      [[maybe_unused]] ssize_t r = read(wake_fd_, &v, sizeof v);
+    }
+  }
+  napping_.store(false);
+  wake_pending_.store(false);  // a Kick from now on writes again (a stale count: one early wake)
 }
 
 void Engine::IdleSpin(uint64_t now) {
@@ -838,9 +876,14 @@ void Engine::IdleSpin(uint64_t now) {
   }
   sched_yield();
   idle_yields_.fetch_add(1, std::memory_order_relaxed);
+  if (rx_wakeable_ && opts_.idle_sleep_max_ns != 0 && NowNs() - now >= kHogYieldNs) {
+    hog_seen_ = NowNs();
+    hogged_.store(true, std::memory_order_relaxed);
+  }
 }
 
 void Engine::CheckContention(uint64_t now) {
+  const uint64_t since = now - contention_checked_;
   contention_checked_ = now;
   rusage ru{};
   if (getrusage(RUSAGE_THREAD, &ru) != 0) return;
@@ -848,15 +891,28 @@ void Engine::CheckContention(uint64_t now) {
   // (preempted, or a yield that handed it over) counts an involuntary one.
   if (ivcsw_ >= 0 && ru.ru_nivcsw > ivcsw_) contention_seen_ = now;
   ivcsw_ = ru.ru_nivcsw;
+  // A loop that sleeps until a frame wakes it is seldom preempted; it waits
+  // for a CPU after each wake instead. More than 1/16 of the time since the
+  // last look spent runnable without a CPU is contention too.
+  if (schedstat_fd_ == -2) schedstat_fd_ = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (schedstat_fd_ >= 0) {
+    char buf[96];
+    const ssize_t len = pread(schedstat_fd_, buf, sizeof buf - 1, 0);
+    unsigned long long run = 0, wait = 0;
+    if (len > 0 && (buf[len] = '\0', std::sscanf(buf, "%llu %llu", &run, &wait) == 2)) {
+      if (run_delay_ != 0 && (wait - run_delay_) * 16 > since) contention_seen_ = now;
+      run_delay_ = wait;
+    }
+  }
   const bool on = contention_seen_ != 0 && now - contention_seen_ < kContentionHoldNs;
   if (on != contended_.load(std::memory_order_relaxed)) contended_.store(on, std::memory_order_relaxed);
 }
 
 void Engine::Kick() {
   kicked_.store(true);
-  if (napping_.load()) {
-    absl::MutexLock l(&nap_mu_);
-    nap_cv_.Signal();
+  if (napping_.load() && !wake_pending_.exchange(true)) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = write(wake_fd_, &one, sizeof one);
   }
 }
 

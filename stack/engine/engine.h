@@ -68,6 +68,10 @@ struct EngineOptions {
   // the loop sleeps, 1 us doubling up to `idle_sleep_max_ns` per nap, until a
   // pass finds work or Kick() is called (an idle engine costs well under 5%
   // of a core; the first frame after a long idle waits up to one nap).
+  // On a port with an RX interrupt (Port::RxWaitFd) a frame ends a nap, so
+  // naps are idle_sleep_max_ns from the first (timers are looked at that
+  // often); there a loop whose yields come back late (kHogYieldNs: the CPUs
+  // are held by threads that do not yield) sleeps as soon as it is idle.
   // idle_sleep_max_ns = 0: always spin.
   uint64_t idle_spin_ns = 200'000;
   uint64_t idle_sleep_max_ns = 1'000'000;
@@ -150,7 +154,10 @@ class Engine : public rc::PacketSink {
   // application expects of a NIC: an arriving packet is handled now, not
   // after a nap of up to idle_sleep_max_ns). Cheaper than Kick() when
   // repeated: one shared read while the last kick is still pending.
+  // While the loop sleeps until a frame wakes it (hogged_), a poller leaves
+  // it asleep: an arriving frame wakes it as soon as the scheduler lets it run.
   void KeepAwake() {
+    if (hogged_.load(std::memory_order_relaxed)) return;
     if (!kicked_.load(std::memory_order_relaxed) || napping_.load(std::memory_order_relaxed)) Kick();
   }
   // A thread polling for this engine's completions found none (ND2's
@@ -205,14 +212,26 @@ class Engine : public rc::PacketSink {
   void DestroyQp(rc::QueuePair* qp);
 
   EngineCounters counters() const;
-  // Naps the dedicated loop has taken (slept, not just tried), from any thread.
+  // Naps the dedicated loop has taken (slept, not just tried), from any thread;
+  // those a frame ended (the port's RX interrupt, Port::RxWaitFd); posts sent
+  // by their poster while the loop slept on that interrupt (Doorbell).
   uint64_t naps() const { return naps_.load(std::memory_order_relaxed); }
+  uint64_t rx_wakes() const { return rx_wakes_.load(std::memory_order_relaxed); }
+  // The loop sleeps on the port's RX interrupt (Port::RxWaitFd >= 0).
+  bool rx_wakeable() const { return rx_wakeable_; }
+  // That fd (-1: none), for a thread that drives an inline engine to sleep on
+  // between passes; the device's interrupt armed before and disarmed after.
+  int RxWaitFd() const { return port_->RxWaitFd(opts_.queue); }
+  void ArmRxWait(bool on) { port_->ArmRxInterrupt(opts_.queue, on); }
   // Idle passes after which the dedicated loop yielded its CPU (idle_yield),
   // and empty polls after which the poller did (PollerIdle).
   uint64_t idle_yields() const { return idle_yields_.load(std::memory_order_relaxed); }
   uint64_t poller_yields() const { return poller_yields_.load(std::memory_order_relaxed); }
   // adaptive_yield: the CPUs were found oversubscribed lately (idle passes yield).
   bool yielding() const { return contended_.load(std::memory_order_relaxed); }
+  // A yield came back late lately (kHogYieldNs): the loop sleeps on the RX
+  // interrupt as soon as it is idle.
+  bool sleeps_when_idle() const { return hogged_.load(std::memory_order_relaxed); }
 
  private:
   // rc::PacketSink: called by the RC device from inside Poll (lock held).
@@ -275,11 +294,18 @@ class Engine : public rc::PacketSink {
                             wire::RocePacket& p);
   void Loop();
   void IdleSpin(uint64_t now);  // one idle pass's wait: yield the CPU (idle_yield) or pause
+  // Sleeps up to ns, until Kick() or (rx_wakeable_) a frame in the RX queue.
+  void Nap(uint64_t ns);
   // adaptive_yield: looks (rate-limited) for involuntary context switches of
   // the loop's thread and sets or clears contended_.
   void CheckContention(uint64_t now);
   static constexpr uint64_t kContentionCheckNs = 2'000'000;
   static constexpr uint64_t kContentionHoldNs = 50'000'000;
+  // A yield that gave the CPU back only after this long handed it to a thread
+  // that does not yield (an application spinning on memory for a Write):
+  // with the RX interrupt to wake it, the loop then sleeps as soon as it is
+  // idle (hogged_) for kContentionHoldNs, instead of spinning and yielding.
+  static constexpr uint64_t kHogYieldNs = 250'000;
 
   port::Port* port_;
   EngineOptions opts_;
@@ -324,14 +350,22 @@ class Engine : public rc::PacketSink {
   uint64_t tsc0_ = 0;
   std::atomic<bool> running_{false}, stop_{false};
   std::atomic<bool> kicked_{false}, napping_{false};
-  absl::Mutex nap_mu_;
-  absl::CondVar nap_cv_;
-  std::atomic<uint64_t> naps_{0};
+  // Kick() ends a nap through this eventfd (one write while a wake is pending).
+  int wake_fd_ = -1;
+  std::atomic<bool> wake_pending_{false};
+  bool rx_wakeable_ = false;  // the loop sleeps on Port::RxWaitFd(opts_.queue) too
+  std::atomic<uint64_t> naps_{0}, rx_wakes_{0};
   std::atomic<uint64_t> idle_yields_{0};
   std::atomic<uint64_t> poller_yields_{0};
   std::atomic<bool> contended_{false};  // adaptive_yield: yielding now
+  std::atomic<bool> hogged_{false};     // sleeping when idle (kHogYieldNs)
+  uint64_t hog_seen_ = 0;               // the loop's thread only
   uint64_t contention_checked_ = 0, contention_seen_ = 0;  // the loop's thread only
   long ivcsw_ = -1;                                        // its involuntary switches at the last look
+  // Its time waiting for a CPU while runnable (/proc/thread-self/schedstat,
+  // ns), at the last look; the file, opened by the thread (-2: not yet).
+  uint64_t run_delay_ = 0;
+  int schedstat_fd_ = -2;
   std::thread thread_;
   int lcore_ = -1;
   port::TelemetryRegistration telemetry_;

@@ -178,12 +178,17 @@ class Provider final : public IND2Provider {
   // One pass of every inline adapter's engine (the progress hook). True if
   // anything moved.
   bool PollInline();
+  // A wait's nap of up to ns on the inline adapters' RX interrupts (a frame
+  // ends it; true then). *all_wake: every inline adapter has one, and this
+  // thread slept on them (another thread already sleeping on them: a blind nap).
+  bool SleepInline(uint64_t ns, bool* all_wake);
 
   static HRESULT Startup();
   static HRESULT Cleanup();
 
  private:
   std::vector<std::unique_ptr<Adapter>> adapters_;
+  std::mutex sleep_mu_;  // SleepInline: the one thread sleeping on the interrupts
 };
 
 // IND2AdapterDiagnostics (diag.cc): a new tear-off of `a` in *ppv.
@@ -239,6 +244,11 @@ class Adapter final : public IND2Adapter {
   const AdapterConfig& config() const { return cfg_; }
   // Inline: one engine pass (no-op for a thread adapter).
   size_t Progress();
+  // Inline: the fd that becomes readable when a frame reaches the adapter's
+  // port (Port::RxWaitFd), for a wait with nothing to do to sleep on; -1 if
+  // the port has none (or the adapter has a thread). Arm before, disarm after.
+  int RxWaitFd() { return cfg_.progress_thread ? -1 : eng().RxWaitFd(); }
+  void ArmRxWait(bool on) { eng().ArmRxWait(on); }
   // Runs the engine until the CM owes its peers nothing (DREQs answered,
   // MADs and frames out) or timeout_ns passes (Engine::Linger).
   void Linger(uint64_t timeout_ns) { eng().Linger(timeout_ns); }

@@ -1,6 +1,7 @@
 // The ndsupport.h entry points, the provider object, and the pieces every
 // object shares (overlapped requests, addresses).
 #include <arpa/inet.h>
+#include <poll.h>
 #include <netinet/in.h>
 
 #include <algorithm>
@@ -275,12 +276,45 @@ bool Provider::PollInline() {
   return any;
 }
 
+bool Provider::SleepInline(uint64_t ns, bool* all_wake) {
+  *all_wake = false;
+  // One thread at a time sleeps on the interrupts (arming is not thread-safe
+  // on every driver); the others nap blind, as before.
+  std::unique_lock<std::mutex> sleeper(sleep_mu_, std::try_to_lock);
+  if (!sleeper.owns_lock()) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+    return false;
+  }
+  pollfd fds[16];
+  Adapter* armed[16];
+  nfds_t n = 0;
+  *all_wake = true;
+  for (auto& a : adapters_) {
+    if (!a->inline_progress()) continue;
+    const int fd = a->RxWaitFd();
+    if (fd < 0 || n == 16) {
+      *all_wake = false;
+      continue;
+    }
+    a->ArmRxWait(true);
+    armed[n] = a.get();
+    fds[n++] = {fd, POLLIN, 0};
+  }
+  const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  const int r = ppoll(fds, n, &ts, nullptr);
+  for (nfds_t i = 0; i < n; i++) armed[i]->ArmRxWait(false);
+  return r > 0;
+}
+
 namespace {
 // Threads blocked in a wait drive the inline adapters: one pass per call.
 // A wait that sees nothing move for kWaitSpinNs starts napping (1 us
 // doubling to kWaitNapMaxNs, never past the wait's budget), so a thread
 // blocked for long in GetConnectionRequest or a Notify costs little CPU; a
 // wait that follows a pause of more than kWaitSpinNs in calls starts fresh.
+// Naps sleep on the inline adapters' RX interrupts (Provider::SleepInline): a
+// frame ends one at once, and where every inline adapter has one the naps are
+// kWaitNapMaxNs from the first (timers still run at least that often).
 constexpr uint64_t kWaitSpinNs = 200'000;
 constexpr uint64_t kWaitNapMaxNs = 1'000'000;
 thread_local uint64_t t_idle_since = 0, t_last_call = 0, t_nap = 0;
@@ -303,9 +337,11 @@ bool InlineWaitHook(uint32_t budget_ms) {
   t_last_call = now;
   if (budget_ms == 0 || now - t_idle_since < kWaitSpinNs) return false;
   t_nap = t_nap ? std::min(t_nap * 2, kWaitNapMaxNs) : 1000;
-  std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(t_nap, uint64_t{budget_ms} * 1'000'000)));
+  bool all_wake = false;
+  const bool woken = p->SleepInline(std::min<uint64_t>(t_nap, uint64_t{budget_ms} * 1'000'000), &all_wake);
+  if (all_wake) t_nap = kWaitNapMaxNs;
   t_last_call = MonoNs();
-  return false;
+  return woken;
 }
 }  // namespace
 

@@ -223,7 +223,10 @@ def main():
     ap.add_argument("--smoke", action="store_true",
                     help="the long cases (samples, mw) only until their first sizes / phase 2 "
                          "have run, both programs still running and nothing failed; then stopped")
+    ap.add_argument("--key", action="append", default=[], metavar="KEY=VALUE",
+                    help="one more adapter key for both sides (e.g. port.rx_interrupt=off); repeatable")
     a = ap.parse_args()
+    extra = dict(k.split("=", 1) for k in a.key)
     if os.geteuid() != 0:
         print("SKIP: needs root (TAP devices, a network namespace)")
         return 77
@@ -239,8 +242,10 @@ def main():
     try:
         with Net("nms", 79) as net:
             if a.progress == "yield":
+                extra["progress_yield"] = "on"
+            if extra:
                 net_config = net.config
-                net.config = lambda t, r, p, **k: net_config(t, r, p, progress_yield="on", **k)
+                net.config = lambda t, r, p, **k: net_config(t, r, p, **extra, **k)
             case(a.bin_dir, tmp, net, a.case, progress, a.smoke)
     except CaseFailure as e:
         print(f"FAIL: {e}", flush=True)

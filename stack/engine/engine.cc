@@ -851,7 +851,7 @@ void Engine::Loop() {
 void Engine::Nap(uint64_t ns) {
   napping_.store(true);  // then kicked_ is read: Kick() sees one or the other
   if (!kicked_.exchange(false) && !stop_.load()) {
-    const int rx_fd = rx_wakeable_ ? port_->RxWaitFd(opts_.queue) : -1;
+    const int rx_fd = port_->RxWaitFd(opts_.queue);
     if (rx_fd >= 0) port_->ArmRxInterrupt(opts_.queue, true);
     pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {rx_fd, POLLIN, 0}};
     const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
@@ -876,9 +876,12 @@ void Engine::IdleSpin(uint64_t now) {
   }
   sched_yield();
   idle_yields_.fetch_add(1, std::memory_order_relaxed);
-  if (rx_wakeable_ && opts_.idle_sleep_max_ns != 0 && NowNs() - now >= kHogYieldNs) {
-    hog_seen_ = NowNs();
-    hogged_.store(true, std::memory_order_relaxed);
+  if (rx_wakeable_ && opts_.idle_sleep_max_ns != 0) {
+    const uint64_t back = NowNs();
+    if (back - now >= kHogYieldNs) {
+      hog_seen_ = back;
+      hogged_.store(true, std::memory_order_relaxed);
+    }
   }
 }
 

@@ -7,8 +7,6 @@
 //    application polling memory for a Write), the engine notices that its
 //    yields come back late, sleeps as soon as it is idle, and is woken by
 //    each frame.
-#include <sched.h>
-
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -28,18 +26,10 @@ namespace roce::engine {
 namespace {
 
 using namespace roce::port::testing;
+using roce::testing::PinnedToOneCpu;
+using roce::testing::PollUntil;
 using roce::testing::SourcePath;
 using std::chrono::milliseconds;
-
-template <typename F>
-bool Within(int ms, int step, F pred) {
-  const auto end = std::chrono::steady_clock::now() + milliseconds(ms);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(step));
-  }
-  return pred();
-}
 
 struct TapEngine {
   std::unique_ptr<Netns> ns;
@@ -108,11 +98,11 @@ TEST(EngineTap, AnIdleEngineWakesForAFrameOnItsRxInterrupt) {
   eo.idle_sleep_max_ns = 20'000'000'000;
   TapEngine t;
   ASSERT_NO_FATAL_FAILURE(OpenTapEngine("ewk", true, eo, &t));
-  ASSERT_TRUE(Within(2000, 5, [&] { return t.eng->naps() > 0; }));  // asleep, for 20 s
+  ASSERT_TRUE(PollUntil(2000, 5, [&] { return t.eng->naps() > 0; }));  // asleep, for 20 s
   std::this_thread::sleep_for(milliseconds(50));
   const uint64_t wakes0 = t.eng->rx_wakes(), naps0 = t.eng->naps();
   std::thread send = KernelSends(t, 0.2, 100'000);
-  const bool resolved = Within(3500, 20, [&] { return KernelResolved(t); });
+  const bool resolved = PollUntil(3500, 20, [&] { return KernelResolved(t); });
   send.join();
   std::printf("resolved %d, rx_wakes %llu, naps %llu\n", resolved,
               static_cast<unsigned long long>(t.eng->rx_wakes() - wakes0),
@@ -127,7 +117,7 @@ TEST(EngineTap, WithoutTheInterruptTheEngineNapsBlind) {
   TapEngine t;
   ASSERT_NO_FATAL_FAILURE(OpenTapEngine("enw", false, EngineOptions{}, &t));
   std::thread send = KernelSends(t, 0.2, 100'000);
-  EXPECT_TRUE(Within(3500, 20, [&] { return KernelResolved(t); }));  // found by a nap's end
+  EXPECT_TRUE(PollUntil(3500, 20, [&] { return KernelResolved(t); }));  // found by a nap's end
   send.join();
   EXPECT_EQ(t.eng->rx_wakes(), 0u);
   t.eng->Stop();
@@ -135,13 +125,8 @@ TEST(EngineTap, WithoutTheInterruptTheEngineNapsBlind) {
 
 TEST(EngineTap, OnACpuHeldByASpinnerTheEngineSleepsUntilAFrameComes) {
   if (!IsRoot()) GTEST_SKIP() << "needs root (tap, network namespace)";
-  cpu_set_t one, all;
-  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
-  CPU_ZERO(&one);
-  int cpu = 0;
-  while (!CPU_ISSET(cpu, &all)) cpu++;
-  CPU_SET(cpu, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // the engine's thread and the spinner inherit it
+  PinnedToOneCpu pin;  // the engine's thread and the spinner inherit it
+  ASSERT_TRUE(pin.ok());
   EngineOptions eo;
   eo.adaptive_yield = true;  // the library's default for a progress thread
   TapEngine t;
@@ -157,8 +142,8 @@ TEST(EngineTap, OnACpuHeldByASpinnerTheEngineSleepsUntilAFrameComes) {
   // the engine then sleeps as soon as it is idle, and frames wake it.
   const uint64_t wakes0 = t.eng->rx_wakes();
   std::thread send = KernelSends(t, 3, 200);
-  const bool resolved = Within(3500, 20, [&] { return KernelResolved(t); });
-  const bool hogged = Within(3000, 5, [&] { return t.eng->sleeps_when_idle(); });
+  const bool resolved = PollUntil(3500, 20, [&] { return KernelResolved(t); });
+  const bool hogged = PollUntil(3000, 5, [&] { return t.eng->sleeps_when_idle(); });
   send.join();
   const uint64_t wakes = t.eng->rx_wakes() - wakes0;
   stop = true;
@@ -169,7 +154,6 @@ TEST(EngineTap, OnACpuHeldByASpinnerTheEngineSleepsUntilAFrameComes) {
   EXPECT_TRUE(resolved);
   EXPECT_GT(wakes, 0u);
   t.eng->Stop();
-  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 }  // namespace

@@ -18,11 +18,14 @@
 
 #include "stack/engine/engine.h"
 #include "tests/port/port_test_env.h"
+#include "tests/support/test_support.h"
 #include "tools/lib/two_stacks.h"
 
 namespace roce::engine {
 namespace {
 
+using roce::testing::PinnedToOneCpu;
+using roce::testing::PollUntil;
 using std::chrono::milliseconds;
 
 // Involuntary context switches of every thread of this process (/proc/self/task/*/status):
@@ -42,25 +45,9 @@ uint64_t ProcessInvoluntarySwitches() {
   return n;
 }
 
-// Waits up to `ms` for pred(), looking every `step` ms.
-template <typename F>
-bool Within(int ms, int step, F pred) {
-  const auto end = std::chrono::steady_clock::now() + milliseconds(ms);
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(milliseconds(step));
-  }
-  return pred();
-}
-
 TEST(EngineYield, AdaptiveYieldFollowsContentionForTheCpu) {
-  cpu_set_t one, all;
-  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
-  CPU_ZERO(&one);
-  int cpu = 0;
-  while (!CPU_ISSET(cpu, &all)) cpu++;
-  CPU_SET(cpu, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // this thread; new threads inherit it
+  PinnedToOneCpu pin;  // this thread; new threads inherit it
+  ASSERT_TRUE(pin.ok());
 
   for (const bool adaptive : {true, false}) {
     SCOPED_TRACE(adaptive ? "adaptive_yield on" : "adaptive_yield off");
@@ -80,7 +67,7 @@ TEST(EngineYield, AdaptiveYieldFollowsContentionForTheCpu) {
       }
     });
     const uint64_t y0 = e.idle_yields();
-    const bool on = Within(2000, 5, [&] { return e.yielding(); });
+    const bool on = PollUntil(2000, 5, [&] { return e.yielding(); });
     std::this_thread::sleep_for(milliseconds(100));
     const uint64_t yields_contended = e.idle_yields() - y0;
     stop = true;
@@ -90,7 +77,7 @@ TEST(EngineYield, AdaptiveYieldFollowsContentionForTheCpu) {
     // machine busy with other work keeps preempting the engine, and then it rightly goes on
     // yielding: still yielding is a failure only if the engine was left alone meanwhile.
     const uint64_t sw0 = ProcessInvoluntarySwitches();
-    const bool off = Within(3000, 100, [&] { return !e.yielding(); });
+    const bool off = PollUntil(3000, 100, [&] { return !e.yielding(); });
     const uint64_t preempted = ProcessInvoluntarySwitches() - sw0;
     std::printf("%s: yielding seen %d, %llu yields in 100 ms of contention, off again %d (%llu preemptions meanwhile)\n",
                 adaptive ? "on" : "off", on, static_cast<unsigned long long>(yields_contended), off,
@@ -108,7 +95,6 @@ TEST(EngineYield, AdaptiveYieldFollowsContentionForTheCpu) {
     e.Stop();
     t->reset();
   }
-  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 }  // namespace

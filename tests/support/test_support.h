@@ -2,8 +2,12 @@
 // captures, running an external command (tshark) and reading its output.
 #pragma once
 
+#include <sched.h>
+
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -47,5 +51,41 @@ bool HaveTshark();
 // masked per the spec, zlib's crc32 over 8 bytes of 0xFF and them. Compare
 // with the frame's last four bytes read little-endian.
 uint32_t ReferenceIcrc(const uint8_t* l3, size_t len);
+
+// Waits up to `ms` for pred(), looking every `step_ms`; pred()'s last value.
+template <typename F>
+bool PollUntil(int ms, int step_ms, F pred) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+  }
+  return pred();
+}
+
+// While alive, the calling thread (and the threads it starts, which inherit the
+// mask) runs on one CPU, the first it may use; the mask is restored after.
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu() {
+    if (sched_getaffinity(0, sizeof all_, &all_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &all_)) cpu++;
+    CPU_SET(cpu, &one);
+    ok_ = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~PinnedToOneCpu() {
+    if (ok_) sched_setaffinity(0, sizeof all_, &all_);
+  }
+  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
+  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  cpu_set_t all_{};
+  bool ok_ = false;
+};
 
 }  // namespace roce::testing

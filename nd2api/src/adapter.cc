@@ -8,8 +8,6 @@ namespace roce::nd2 {
 
 Adapter::Adapter(const AdapterConfig& cfg, tools::StackHost host, uint64_t id)
     : cfg_(cfg), host_(std::move(host)), id_(id) {
-  for (bool v6 : {false, true})
-    if (auto ip = host_.eng->LocalIp(v6)) addrs_.push_back(*ip);
   roce::engine::EngineLock l(&eng().mu());
   eng().cm().on_event = [this](cm::ConnId c, cm::Event e) { OnCmEvent(c, e); };
   eng().cm().on_request = [this](cm::ListenerId lid) { OnCmRequest(lid); };
@@ -51,8 +49,14 @@ HRESULT Adapter::QueryInterface(REFIID riid, void** ppv) {
   return E_NOINTERFACE;
 }
 
+std::vector<wire::IpAddr> Adapter::addrs() const {
+  std::vector<wire::IpAddr> v;
+  for (const port::IpPrefix& a : host_.eng->port().Addrs()) v.push_back(a.addr);
+  return v;
+}
+
 bool Adapter::HasAddress(const wire::IpAddr& ip) const {
-  for (const auto& a : addrs_)
+  for (const auto& a : addrs())
     if (a == ip) return true;
   return false;
 }
@@ -135,7 +139,7 @@ HRESULT Adapter::Query(ND2_ADAPTER_INFO* info, ULONG* cb) {
   return ND_SUCCESS;
 }
 
-HRESULT Adapter::QueryAddressList(SOCKET_ADDRESS_LIST* list, ULONG* cb) { return FillAddressList(addrs_, list, cb); }
+HRESULT Adapter::QueryAddressList(SOCKET_ADDRESS_LIST* list, ULONG* cb) { return FillAddressList(addrs(), list, cb); }
 
 HRESULT Adapter::CreateCompletionQueue(REFIID iid, HANDLE file, ULONG depth, USHORT group, KAFFINITY affinity,
                                        VOID** pp) {

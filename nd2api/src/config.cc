@@ -229,7 +229,13 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
     if (err.ok() && a.profile.empty())
       err = absl::InvalidArgumentError(
           absl::StrCat(path, ": [", sec, "] profile: missing (profile = a drivers-cfg profile, e.g. net_tap.ini)"));
-    if (err.ok() && a.ips.empty())
+    // An adapter beside the kernel (net_af_xdp, identity = kernel) takes its
+    // interface's addresses; `ip` then only picks the default of its family.
+    auto kernel_identity = [&a] {
+      auto prof = port::LoadProfile(a.profile, a.overrides);
+      return prof.ok() && port::EffectiveIdentity(*prof) == port::Identity::kKernel;
+    };
+    if (err.ok() && a.ips.empty() && !kernel_identity())
       err = absl::InvalidArgumentError(
           absl::StrCat(path, ": [", sec, "] ip: missing (ip = the adapter's ND address, e.g. 198.18.0.10/24)"));
     out.adapters.push_back(std::move(a));

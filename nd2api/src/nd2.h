@@ -196,6 +196,9 @@ HRESULT CreateAdapterDiagnostics(Adapter* a, void** ppv);
 
 // True if `peer` is in the subnet of the adapter's address of its family.
 bool OnLink(const Adapter& a, const wire::IpAddr& peer);
+// The local address the kernel's route to peer names (adapters on a kernel
+// interface), if it is one of the adapter's.
+std::optional<wire::IpAddr> SourceFor(const Adapter& a, const wire::IpAddr& peer);
 
 // Writes a SOCKET_ADDRESS_LIST of `ips` (port 0) into list / *cb.
 HRESULT FillAddressList(const std::vector<wire::IpAddr>& ips, SOCKET_ADDRESS_LIST* list, ULONG* cb);
@@ -238,7 +241,8 @@ class Adapter final : public IND2Adapter {
 
   engine::Engine& eng() { return *host_.eng; }
   uint64_t id() const { return id_; }
-  const std::vector<wire::IpAddr>& addrs() const { return addrs_; }
+  // The adapter's addresses now (an af_xdp adapter's follow its interface).
+  std::vector<wire::IpAddr> addrs() const;
   bool HasAddress(const wire::IpAddr& ip) const;
   bool inline_progress() const { return !cfg_.progress_thread; }
   const AdapterConfig& config() const { return cfg_; }
@@ -296,7 +300,6 @@ class Adapter final : public IND2Adapter {
   AdapterConfig cfg_;
   tools::StackHost host_;
   uint64_t id_;
-  std::vector<wire::IpAddr> addrs_;
   absl::flat_hash_map<cm::ConnId, Connector*> connectors_;
   absl::flat_hash_map<cm::ListenerId, Listener*> listeners_;
   absl::flat_hash_map<uint32_t, MemoryWindow*> windows_;

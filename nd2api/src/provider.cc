@@ -14,6 +14,7 @@
 #include <absl/strings/str_cat.h>
 
 #include "nd2api/src/nd2.h"
+#include "stack/port/kernel_iface.h"
 #include "stack/port/eal.h"
 
 namespace roce::nd2 {
@@ -247,7 +248,10 @@ Adapter* Provider::FindByAddress(const wire::IpAddr& ip) {
 
 HRESULT Provider::QueryAddressList(SOCKET_ADDRESS_LIST* list, ULONG* cb) {
   std::vector<wire::IpAddr> all;
-  for (auto& a : adapters_) all.insert(all.end(), a->addrs().begin(), a->addrs().end());
+  for (auto& a : adapters_) {
+    const std::vector<wire::IpAddr> mine = a->addrs();
+    all.insert(all.end(), mine.begin(), mine.end());
+  }
   return FillAddressList(all, list, cb);
 }
 
@@ -459,8 +463,21 @@ ULONG Provider::Release() {
   return static_cast<ULONG>(g_startups);
 }
 
+std::optional<wire::IpAddr> SourceFor(const Adapter& a, const wire::IpAddr& peer) {
+  Adapter& m = const_cast<Adapter&>(a);
+  port::KernelIface* k = m.eng().port().kernel();
+  if (!k || !k->kernel_identity()) return std::nullopt;
+  std::optional<wire::IpAddr> src = k->SourceFor(peer, m.eng().NowNs());
+  if (src && !m.HasAddress(*src)) return std::nullopt;
+  return src;
+}
+
 bool OnLink(const Adapter& a, const wire::IpAddr& peer) {
   Adapter& m = const_cast<Adapter&>(a);
+  // On a kernel interface: whatever the kernel routes through it (a peer
+  // behind a router too).
+  if (port::KernelIface* k = m.eng().port().kernel(); k && k->kernel_identity())
+    return k->RoutesThrough(peer, m.eng().NowNs());
   const auto& pfx = peer.IsV4() ? m.eng().port().ipv4() : m.eng().port().ipv6();
   if (!pfx) return false;
   const uint32_t bits = pfx->prefix_len;
@@ -513,15 +530,20 @@ HRESULT NdResolveAddress(const struct sockaddr* remote, SIZE_T remote_len, struc
   // same family whose subnet holds it (a route is one hop here: the port's
   // link). None of the family: ND_INVALID_ADDRESS; none on-link:
   // ND_NETWORK_UNREACHABLE.
+  // An adapter on a kernel interface: the source the kernel's route names.
+  std::optional<roce::wire::IpAddr> found;
   const roce::wire::IpAddr* best = nullptr;
   bool family = false;
-  for (const auto& a : p->adapters())
-    for (const auto& mine : a->addrs()) {
+  for (const auto& a : p->adapters()) {
+    const std::vector<roce::wire::IpAddr> addrs = a->addrs();
+    for (const auto& mine : addrs) {
       if (mine.IsV4() != ip.IsV4()) continue;
       family = true;
-      if (mine == ip) best = &mine;
-      else if (!best && roce::nd2::OnLink(*a, ip)) best = &mine;
+      if (mine == ip) found = mine;
+      else if (!found && roce::nd2::OnLink(*a, ip)) found = roce::nd2::SourceFor(*a, ip).value_or(mine);
     }
+  }
+  if (found) best = &*found;
   if (!family) return ND_INVALID_ADDRESS;
   if (!best) return ND_NETWORK_UNREACHABLE;
   const ULONG need = roce::nd2::SockaddrLen(*best);

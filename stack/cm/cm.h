@@ -218,6 +218,10 @@ class ConnectionManager {
   absl::StatusOr<uint16_t> BindPort(const wire::IpAddr& ip, uint16_t port);
   void UnbindPort(const wire::IpAddr& ip, uint16_t port);
   bool IsLocalAddress(const wire::IpAddr& ip) const;
+  // Replaces our addresses (an interface's that changed). Bound ports and
+  // connections on a removed address stay as they are; new REQs to it are
+  // no longer ours.
+  void SetAddrs(std::vector<wire::IpAddr> addrs) { cfg_.addrs = std::move(addrs); }
 
   // ---- listeners ----------------------------------------------------------------
   // Listens on a bound (ip, port). backlog: pending requests (not yet taken by

@@ -1,4 +1,5 @@
 #include "stack/engine/engine.h"
+#include "stack/port/kernel_iface.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -90,9 +91,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   e->rc_ = std::make_unique<rc::RcDevice>(rcc, e.get());
   neighbor::NeighborConfig nc;
   nc.mac = port->mac();
-  if (port->ipv4()) nc.addrs.push_back(port->ipv4()->addr);
-  if (port->ipv6()) nc.addrs.push_back(port->ipv6()->addr);
+  for (const port::IpPrefix& a : port->Addrs()) nc.addrs.push_back(a.addr);
   if (nc.addrs.empty()) return absl::FailedPreconditionError("the port profile has no IP address");
+  e->addr_generation_ = port->AddrGeneration();
   nc.retry_interval_ns = opts.arp_retry_ns;
   nc.max_retries = opts.arp_retries;
   e->neighbors_ = std::make_unique<neighbor::NeighborTable>(nc);
@@ -111,7 +112,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   }
   e->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (e->wake_fd_ < 0) return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
-  e->rx_wakeable_ = port->RxWaitFd(opts.queue) >= 0;
+  if (port->kernel() && port->kernel()->af_xdp())
+    e->rx_queue_count_ = std::min<uint16_t>(port->rx_queues(), kMaxRxQueues);
+  e->rx_wakeable_ = port->RxWaitFd(e->rx_queue_count_ == 1 ? opts.queue : 0) >= 0;
   e->tsc0_ = rte_get_tsc_cycles();
   e->ns_per_cycle_ = 1e9 / static_cast<double>(rte_get_tsc_hz());
   Engine* self = e.get();
@@ -509,7 +512,7 @@ void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
     return;
   }
   const neighbor::FrameKind k = neighbor::ClassifyNeighborFrame(frame);
-  if (k != neighbor::FrameKind::kOther) {
+  if (k != neighbor::FrameKind::kOther && !port_->kernel_identity()) {
     counters_.rx_arp_ndp++;
     neighbors_->HandleFrame(frame, now, [this](ByteSpan f) { SendRaw(f); });
     return;
@@ -735,32 +738,38 @@ size_t Engine::Poll() {
   const uint64_t now = NowNs();
   rte_mbuf* pkts[64];
   const uint16_t burst = std::min<uint16_t>(opts_.burst, 64);
-  const uint16_t n = port_->RxBurst(opts_.queue, pkts, burst);
-  if (n > 1 && pkts[0]->nb_segs > 1) {  // large frames: 3 mbufs each
-    for (int i = -port::kPrefetchAhead; i < n; i++) {
-      port::PrefetchAhead(pkts, n, i);
-      if (i >= 0) HandleRx(pkts[i], now);
+  // Every RX queue of a port whose traffic RSS spreads over all of them
+  // (net_af_xdp: a socket per channel); else this engine's queue.
+  uint16_t rx_total = 0;
+  for (uint16_t rxq = 0; rxq < rx_queue_count_; rxq++) {
+    const uint16_t n = port_->RxBurst(rx_queue_count_ == 1 ? opts_.queue : rxq, pkts, burst);
+    rx_total += n;
+    if (n > 1 && pkts[0]->nb_segs > 1) {  // large frames: 3 mbufs each
+      for (int i = -port::kPrefetchAhead; i < n; i++) {
+        port::PrefetchAhead(pkts, n, i);
+        if (i >= 0) HandleRx(pkts[i], now);
+      }
+    } else {
+      // One-segment frames: each one's first and last data lines (headers;
+      // payload and ICRC) fetched kAhead frames before it is handled, so the
+      // misses of a burst another core wrote overlap instead of coming one
+      // frame after the other (the mbufs' first lines, which give the address,
+      // RxBurst's accounting has just read). Split-mode 8 B Write: 0.87x the
+      // time (the receiver had spent ~30% of its time on the first load).
+      constexpr uint16_t kAhead = 4;
+      const auto fetch = [](const rte_mbuf* m) {
+        const char* d = rte_pktmbuf_mtod(m, const char*);
+        rte_prefetch0(d);
+        rte_prefetch0(d + m->data_len - 1);
+      };
+      for (uint16_t i = 0; i < n && i < kAhead; i++) fetch(pkts[i]);
+      for (uint16_t i = 0; i < n; i++) {
+        if (i + kAhead < n) fetch(pkts[i + kAhead]);
+        HandleRx(pkts[i], now);
+      }
     }
-  } else {
-    // One-segment frames: each one's first and last data lines (headers;
-    // payload and ICRC) fetched kAhead frames before it is handled, so the
-    // misses of a burst another core wrote overlap instead of coming one
-    // frame after the other (the mbufs' first lines, which give the address,
-    // RxBurst's accounting has just read). Split-mode 8 B Write: 0.87x the
-    // time (the receiver had spent ~30% of its time on the first load).
-    constexpr uint16_t kAhead = 4;
-    const auto fetch = [](const rte_mbuf* m) {
-      const char* d = rte_pktmbuf_mtod(m, const char*);
-      rte_prefetch0(d);
-      rte_prefetch0(d + m->data_len - 1);
-    };
-    for (uint16_t i = 0; i < n && i < kAhead; i++) fetch(pkts[i]);
-    for (uint16_t i = 0; i < n; i++) {
-      if (i + kAhead < n) fetch(pkts[i + kAhead]);
-      HandleRx(pkts[i], now);
-    }
+    port::FreeReceived(pkts, n);  // one trip to the mempool for the burst
   }
-  port::FreeReceived(pkts, n);  // one trip to the mempool for the burst
   size_t looped = 0;
   if (!loopback_.empty()) {
     std::deque<std::vector<uint8_t>> frames;
@@ -773,6 +782,14 @@ size_t Engine::Poll() {
   }
   auto tx = [this](ByteSpan f) { SendRaw(f); };
   if (neighbors_->NextDeadline() <= now) neighbors_->Poll(now, tx);
+  if (const uint64_t g = port_->AddrGeneration(); g != addr_generation_) [[unlikely]] {
+    // The interface's addresses changed (identity = kernel): the CM answers
+    // for the new set; connections on a removed address keep their headers.
+    addr_generation_ = g;
+    std::vector<IpAddr> addrs;
+    for (const port::IpPrefix& a : port_->Addrs()) addrs.push_back(a.addr);
+    cm_->SetAddrs(std::move(addrs));
+  }
   const size_t sent = rc_->Poll(now, 256);
   const uint64_t cm_due = cm_->NextDeadline();
   if (cm_due && cm_due <= now) cm_->Poll(now);
@@ -780,7 +797,7 @@ size_t Engine::Poll() {
   FlushTx();
   in_poll_ = false;
   tx_flush_at_ = 1;
-  return n + sent + looped + drained + (posted_in_pass_ ? 1 : 0);
+  return rx_total + sent + looped + drained + (posted_in_pass_ ? 1 : 0);
 }
 
 void Engine::Doorbell(rc::QueuePair& qp, bool idle) {
@@ -851,14 +868,23 @@ void Engine::Loop() {
 void Engine::Nap(uint64_t ns) {
   napping_.store(true);  // then kicked_ is read: Kick() sees one or the other
   if (!kicked_.exchange(false) && !stop_.load()) {
-    const int rx_fd = port_->RxWaitFd(opts_.queue);
-    if (rx_fd >= 0) port_->ArmRxInterrupt(opts_.queue, true);
-    pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {rx_fd, POLLIN, 0}};
+    pollfd fds[1 + kMaxRxQueues];
+    fds[0] = {wake_fd_, POLLIN, 0};
+    nfds_t nfds = 1;
+    for (uint16_t i = 0; i < rx_queue_count_; i++) {
+      const uint16_t q = rx_queue_count_ == 1 ? opts_.queue : i;
+      const int fd = port_->RxWaitFd(q);
+      if (fd < 0) continue;
+      port_->ArmRxInterrupt(q, true);
+      fds[nfds++] = {fd, POLLIN, 0};
+    }
     const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     naps_.fetch_add(1, std::memory_order_relaxed);  // counted as it starts: a nap may be long
-    const int n = ppoll(fds, rx_fd >= 0 ? 2 : 1, &ts, nullptr);
-    if (rx_fd >= 0) port_->ArmRxInterrupt(opts_.queue, false);
-    if (n > 0 && (fds[1].revents & POLLIN)) rx_wakes_.fetch_add(1, std::memory_order_relaxed);
+    const int n = ppoll(fds, nfds, &ts, nullptr);
+    for (uint16_t i = 0; i < rx_queue_count_; i++) port_->ArmRxInterrupt(rx_queue_count_ == 1 ? opts_.queue : i, false);
+    bool rx_woke = false;
+    for (nfds_t i = 1; i < nfds; i++) rx_woke |= (fds[i].revents & POLLIN) != 0;
+    if (n > 0 && rx_woke) rx_wakes_.fetch_add(1, std::memory_order_relaxed);
     if (n > 0 && (fds[0].revents & POLLIN)) {
       uint64_t v;
       [[maybe_unused]] ssize_t r = read(wake_fd_, &v, sizeof v);
@@ -994,6 +1020,19 @@ neighbor::LookupResult Engine::LookupNeighbor(const IpAddr& peer) {
       r.mac = port_->mac();
       return r;
     }
+  if (port::KernelIface* k = port_->kernel(); k && k->kernel_identity()) {
+    // The kernel's routes and neighbours (no ARP/ND of ours on such a port).
+    const port::KernelNeighbor kn = k->Resolve(peer, NowNs());
+    neighbor::LookupResult r;
+    r.status = kn.status == port::KernelNeighbor::kResolved  ? neighbor::ResolveStatus::kResolved
+               : kn.status == port::KernelNeighbor::kPending ? neighbor::ResolveStatus::kPending
+                                                             : neighbor::ResolveStatus::kFailed;
+    r.mac = kn.mac;
+    if (kn.status == port::KernelNeighbor::kFailed && kernel_route_logged_.insert(peer.ToString()).second)
+      rte_log(RTE_LOG_WARNING, g_engine_logtype, "roce: %s: cannot reach %s: %s\n", k->name().c_str(),
+              peer.ToString().c_str(), kn.why.c_str());
+    return r;
+  }
   neighbor::LookupResult r = neighbors_->Lookup(peer, NowNs(), [this](ByteSpan f) { SendRaw(f); });
   FlushTx();
   return r;

@@ -40,6 +40,7 @@
 #include <thread>
 #include <vector>
 
+#include <absl/container/flat_hash_set.h>
 #include <absl/status/statusor.h>
 #include <absl/synchronization/mutex.h>
 
@@ -354,6 +355,12 @@ class Engine : public rc::PacketSink {
   int wake_fd_ = -1;
   std::atomic<bool> wake_pending_{false};
   bool rx_wakeable_ = false;  // the loop sleeps on Port::RxWaitFd(opts_.queue) too
+  // RX queues polled: 1 (opts_.queue), or every queue of a net_af_xdp port
+  // (RSS spreads RoCE over the interface's channels, a socket on each).
+  static constexpr uint16_t kMaxRxQueues = 16;
+  uint16_t rx_queue_count_ = 1;
+  uint64_t addr_generation_ = 0;                 // Port::AddrGeneration the CM has
+  absl::flat_hash_set<std::string> kernel_route_logged_;  // peers whose "cannot reach" was logged
   std::atomic<uint64_t> naps_{0}, rx_wakes_{0};
   std::atomic<uint64_t> idle_yields_{0};
   std::atomic<uint64_t> poller_yields_{0};

@@ -28,6 +28,9 @@
 #include "stack/port/dpdk.h"
 #include "stack/port/eal.h"
 #include "stack/port/flow.h"
+#include "stack/port/kernel_iface.h"
+
+RTE_LOG_REGISTER(g_port_logtype, roce.port, NOTICE);
 
 namespace roce::port {
 
@@ -239,12 +242,38 @@ absl::Status Port::Init(const PortProfile& profile) {
   if (absl::Status s = ValidateProfile(profile); !s.ok()) return s;
   profile_ = profile;
   driver_ = FindDriver(profile_.driver);
+  // A kernel interface the device opens (not net_tap's, which the PMD makes).
+  const bool existing_iface = profile_.driver == "net_af_xdp" || profile_.driver == "net_af_packet" ||
+                              (profile_.driver == "net_pcap" && !KernelInterface(profile_).empty());
+  if (existing_iface) {
+    auto k = KernelIface::Open(&profile_);
+    if (!k.ok()) return k.status();
+    kif_ = std::move(*k);
+  }
+  const std::vector<int> xsk_before = kif_ && kif_->af_xdp() ? AfXdpSocketFds() : std::vector<int>{};
   max_frame_len_ = uint32_t{profile_.mtu} + RTE_ETHER_HDR_LEN + 4;  // + one 802.1Q tag
   rxq_.reset(new RxQueue[profile_.rx_queues]);
   txq_.reset(new TxQueue[profile_.tx_queues]);
   for (uint16_t q = 0; q < profile_.tx_queues; q++) txq_[q].backlog.assign(profile_.tx_backlog, nullptr);
   if (absl::Status s = CreateDevice(); !s.ok()) return s;
   if (absl::Status s = Configure(); !s.ok()) return s;
+  if (kif_) {
+    std::vector<int> xsk;
+    if (kif_->af_xdp())
+      for (int fd : AfXdpSocketFds())
+        if (std::find(xsk_before.begin(), xsk_before.end(), fd) == xsk_before.end()) xsk.push_back(fd);
+    if (absl::Status s = kif_->Started(xsk); !s.ok()) return s;
+    if (kif_->kernel_identity()) mac_ = kif_->mac();
+    // An AF_XDP socket is readable when its RX ring has a frame: the fd a
+    // progress thread sleeps on (one per queue, in queue order).
+    if (kif_->af_xdp() && profile_.rx_interrupt != Tristate::kOff && rx_wait_fds_.empty() &&
+        xsk.size() == profile_.rx_queues)
+      rx_wait_fds_ = xsk;
+  } else if (profile_.driver == "net_tap" && !profile_.set_mtu) {
+    if (absl::Status s = KernelIface::CheckMtu(GetDevarg(profile_.devargs, "iface"), profile_.mtu, profile_.mtu_given);
+        !s.ok())
+      return s;
+  }
   if (!profile_.capture.empty())
     if (absl::Status s = StartCapture(profile_.capture); !s.ok()) return s;
   SetFaults(profile_.faults);
@@ -364,6 +393,21 @@ absl::Status Port::Configure() {
     return absl::InvalidArgumentError(absl::StrCat(info.driver_name, " offers ", info.max_rx_queues, " RX / ",
                                                    info.max_tx_queues, " TX queues, profile asks ", p.rx_queues,
                                                    " / ", p.tx_queues));
+  if (kif_ && kif_->af_xdp()) {
+    // An AF_XDP frame is one UMEM chunk (an mbuf, at most a page) whose
+    // first 256 bytes are the kernel's XDP headroom.
+    constexpr uint32_t kXdpHeadroom = 256;
+    uint32_t cap = p.mbuf_data_room > kXdpHeadroom + 18 + 68 ? p.mbuf_data_room - kXdpHeadroom - 18 : 68;
+    if (info.max_mtu) cap = std::min<uint32_t>(cap, info.max_mtu);
+    if (p.mtu > cap) {
+      if (p.mtu_given)
+        return absl::InvalidArgumentError(absl::StrCat("port.mtu ", p.mtu, " is above what one ", info.driver_name,
+                                                       " frame holds with mbuf_data_room ", p.mbuf_data_room, ": ",
+                                                       cap));
+      profile_.mtu = static_cast<uint16_t>(cap);
+      max_frame_len_ = uint32_t{profile_.mtu} + RTE_ETHER_HDR_LEN + 4;
+    }
+  }
   Offloads& o = offloads_;
   o.rx_capa = info.rx_offload_capa;
   o.tx_capa = info.tx_offload_capa;
@@ -530,6 +574,27 @@ absl::Status Port::Configure() {
   return absl::OkStatus();
 }
 
+std::vector<IpPrefix> Port::Addrs() const {
+  if (kif_ && kif_->kernel_identity()) return kif_->Addrs();
+  std::vector<IpPrefix> v;
+  if (profile_.ipv4) v.push_back(*profile_.ipv4);
+  if (profile_.ipv6) v.push_back(*profile_.ipv6);
+  return v;
+}
+
+uint64_t Port::AddrGeneration() const { return kif_ && kif_->kernel_identity() ? kif_->generation() : 1; }
+
+bool Port::kernel_identity() const { return kif_ && kif_->kernel_identity(); }
+
+void Port::LogDrop(DropCause c, const std::string& what) const {
+  const uint32_t bit = 1u << c;
+  if (logged_drops_.load(std::memory_order_relaxed) & bit) return;
+  if (logged_drops_.fetch_or(bit) & bit) return;
+  rte_log(RTE_LOG_WARNING, g_port_logtype,
+          "roce: port %s (%s): dropping frames: %s; counted in /roce/port/stats,%u, logged once\n", name_.c_str(),
+          profile_.driver.c_str(), what.c_str(), port_id_);
+}
+
 void Port::ArmRxInterrupt(uint16_t queue, bool on) {
   if (!rx_intr_ops_ || queue >= rx_wait_fds_.size()) return;
   if (on) rte_eth_dev_rx_intr_enable(port_id_, queue);
@@ -557,10 +622,16 @@ Port::~Port() {
   // does not serialise the two (double rte_free: SIGSEGV or heap corruption
   // when both ends of a pair close together). Closing on that thread makes
   // them take turns.
-  if (profile_.driver == "net_memif")
+  if (profile_.driver == "net_memif") {
     RunOnInterruptThread(stop_and_close);
-  else
+  } else {
+    // net_af_xdp detaches its XDP program at close through netlink: from
+    // the interface's namespace, whichever thread closes the port.
+    std::optional<InNetns> in;
+    if (kif_) in.emplace(kif_->netns_fd(), kif_->netns_ino());
     stop_and_close();
+  }
+  if (kif_) kif_->Closed();  // our XDP program off the interface, if the PMD left it
   if (!ring_set_.empty()) {
     absl::MutexLock l(&g_rings_mu);
     auto it = Rings().find(ring_set_);
@@ -643,7 +714,10 @@ uint16_t Port::RxSlow(RxQueue& rq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
       if (r == ZcRead::kHeld) ZcReleaseFrame(m);
       rte_pktmbuf_free(m);
       if (!c) {
-        if (r != ZcRead::kRevoked) rq.rx_copy_nomem.Add(1);
+        if (r != ZcRead::kRevoked) {
+          rq.rx_copy_nomem.Add(1);
+          LogDrop(kDropRxCopy, "received frame dropped: no mbuf to copy it into (rx_drop_copy_nomem)");
+        }
         continue;
       }
       raw[kept++] = c;
@@ -710,6 +784,8 @@ uint16_t Port::TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
     const uint32_t len = m->pkt_len;
     if (unlikely(len > max_frame_len_)) {
       tq.oversize.Add();
+      LogDrop(kDropOversize, absl::StrCat("a ", len, "-byte frame is longer than port.mtu ", profile_.mtu,
+                                          " + 18 (tx_drop_oversize)"));
       rte_pktmbuf_free(m);
       continue;
     }
@@ -718,6 +794,8 @@ uint16_t Port::TxChunk(TxQueue& tq, uint16_t q, rte_mbuf** pkts, uint16_t n) {
       rte_pktmbuf_free(m);
       if (!c) {
         tq.nomem.Add();
+        LogDrop(kDropNomem, absl::StrCat("a ", len, "-byte chain could not be copied into one mbuf (pool empty or ",
+                                         "longer than mbuf_data_room) (tx_drop_nomem)"));
         continue;
       }
       tq.linearized.Add();
@@ -763,6 +841,7 @@ uint16_t Port::Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, const uint32_t* 
     for (uint16_t i = 0; i < take; i++) tq.Push(list[i]);
     if (take < n) {
       tq.full.Add(n - take);
+      LogDrop(kDropFull, "the device and the TX backlog are full (tx_drop_full)");
       rte_pktmbuf_free_bulk(list + take, n - take);
     }
     tq.backlog_gauge.store(static_cast<uint32_t>(tq.count), std::memory_order_relaxed);
@@ -789,6 +868,7 @@ uint16_t Port::Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, const uint32_t* 
       queued++;
     } else {
       tq.full.Add();
+      LogDrop(kDropFull, "the device and the TX backlog are full (tx_drop_full)");
       rte_pktmbuf_free(list[i]);
     }
   }
@@ -938,6 +1018,9 @@ PortStats Port::Stats() const {
     s.dev_ierrors = es.ierrors;
     s.dev_oerrors = es.oerrors;
     s.dev_rx_nombuf = es.rx_nombuf;
+    if (es.imissed) LogDrop(kDropMissed, "the device dropped received frames: RX ring full (rx_drop_missed)");
+    if (es.rx_nombuf) LogDrop(kDropNombuf, "the device dropped received frames: no mbuf (rx_drop_nombuf)");
+    if (es.oerrors) LogDrop(kDropOerrors, "the device refused frames (tx_errors)");
   }
   if (pool_) {
     s.pool_in_use = rte_mempool_in_use_count(pool_);
@@ -966,6 +1049,34 @@ void Port::FillTelemetry(TelemetryDict& d) const {
   d.AddString("driver", profile_.driver);
   d.AddString("mac", mac_.ToString());
   d.Add("rx_interrupt", rx_wait_fds_.empty() ? 0 : 1);  // PortProfile::rx_interrupt, granted
+  d.Add("rx_queues", profile_.rx_queues);
+  d.Add("mtu", profile_.mtu);
+  if (kif_) {
+    d.AddString("interface", kif_->name());
+    d.Add("ifindex", static_cast<uint64_t>(kif_->ifindex()));
+    d.Add("interface_mtu", kif_->link_mtu());
+    d.AddString("identity", kif_->kernel_identity() ? "kernel" : "own");
+    if (kif_->af_xdp()) {
+      const std::optional<bool> zc = kif_->zero_copy();
+      d.AddString("xdp_mode", !zc ? "unknown" : *zc ? "zero-copy" : "copy");
+      d.Add("xdp_sockets", kif_->sockets());
+      if (const std::optional<XdpStats> x = kif_->xdp_stats()) {
+        d.Add("xdp_to_socket", x->to_xsk);
+        d.Add("xdp_pass_not_roce", x->pass_not_roce);
+        d.Add("xdp_pass_not_local", x->pass_not_local);
+        d.Add("xdp_pass_malformed", x->pass_malformed);
+      }
+    }
+    if (kif_->kernel_identity()) {
+      std::string addrs;
+      for (const IpPrefix& a : kif_->Addrs()) absl::StrAppend(&addrs, addrs.empty() ? "" : " ", a.ToString());
+      d.AddString("addresses", addrs);
+      const KernelIfaceCounters kc = kif_->counters();
+      d.Add("kernel_resolutions_asked", kc.resolutions_asked);
+      d.Add("kernel_route_failures", kc.route_failures);
+      d.Add("addr_changes", kc.addr_changes);
+    }
+  }
   d.Add("rx_packets", s.rx_packets);
   d.Add("rx_bytes", s.rx_bytes);
   d.Add("tx_packets", s.tx_packets);

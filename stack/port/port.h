@@ -17,6 +17,7 @@
 // freed before the Port is destroyed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,6 +37,8 @@
 struct rte_flow;
 
 namespace roce::port {
+
+class KernelIface;
 
 inline constexpr uint16_t kMaxBurst = 64;  // frames per device call (larger bursts are split)
 
@@ -89,8 +92,18 @@ class Port {
   rte_mempool* pool() const { return pool_; }
   const Offloads& offloads() const { return offloads_; }
   const wire::MacAddr& mac() const { return mac_; }
+  // The primary address of each family: the profile's, or with identity =
+  // kernel the given one or the interface's first (global before link-local).
   const std::optional<IpPrefix>& ipv4() const { return profile_.ipv4; }
   const std::optional<IpPrefix>& ipv6() const { return profile_.ipv6; }
+  // Every address of the port (its GIDs): identity = kernel, the interface's
+  // now (they change: AddrGeneration); else ipv4() and ipv6().
+  std::vector<IpPrefix> Addrs() const;
+  uint64_t AddrGeneration() const;
+  // The kernel interface beneath (net_af_xdp, net_af_packet, net_tap,
+  // net_pcap live), or nullptr.
+  KernelIface* kernel() const { return kif_.get(); }
+  bool kernel_identity() const;
   uint16_t mtu() const { return profile_.mtu; }
   uint32_t max_frame_len() const { return max_frame_len_; }
   uint16_t rx_queues() const { return profile_.rx_queues; }
@@ -167,6 +180,13 @@ class Port {
   uint16_t Submit(TxQueue& tq, uint16_t q, rte_mbuf** list, const uint32_t* lens, uint16_t n);
   void DrainBacklog(TxQueue& tq, uint16_t q);
   void FillTelemetry(TelemetryDict& d) const;
+  // Every drop is counted; the first of each cause is also logged (rte_log
+  // type roce.port) with what to look at.
+  enum DropCause : uint8_t { kDropOversize, kDropNomem, kDropFull, kDropRxCopy, kDropMissed, kDropNombuf,
+                             kDropOerrors };
+  void LogDrop(DropCause c, const std::string& what) const;
+  mutable std::atomic<uint32_t> logged_drops_{0};
+  std::unique_ptr<KernelIface> kif_;
 
   PortProfile profile_;
   const DriverInfo* driver_ = nullptr;

@@ -28,13 +28,21 @@ constexpr DriverInfo kDrivers[] = {
     {"net_virtio_user", DriverKind::kVdev, "virtio-user frontend to a vhost-user socket"},
     {"net_af_xdp", DriverKind::kVdev, "AF_XDP socket on a kernel interface"},
     {"net_null", DriverKind::kVdev, "sink/source for benchmarks"},
+    // PCI drivers with a description; any other name that is not net_* is
+    // taken as a PCI driver too (FindDriver).
     {"mlx5", DriverKind::kPci, "NVIDIA ConnectX-4..7 / BlueField (bifurcated, kernel keeps the netdev)"},
     {"ice", DriverKind::kPci, "Intel E810"},
     {"i40e", DriverKind::kPci, "Intel X710/XL710/XXV710"},
     {"ixgbe", DriverKind::kPci, "Intel 82599/X540/X550"},
     {"virtio", DriverKind::kPci, "virtio-net PCI device of a VM (vfio-pci bound)"},
     {"bnxt", DriverKind::kPci, "Broadcom NetXtreme-E"},
+    {"ena", DriverKind::kPci, "Amazon ENA (vfio-pci)"},
+    {"gve", DriverKind::kPci, "Google gVNIC (vfio-pci)"},
+    {"mana", DriverKind::kPci, "Microsoft Azure MANA (bifurcated)"},
+    {"netvsc", DriverKind::kPci, "Hyper-V / Azure synthetic NIC (VMBus, uio_hv_generic)"},
 };
+// Any other PCI PMD.
+constexpr DriverInfo kOtherPci = {"pci", DriverKind::kPci, "a PCI NIC probed by the EAL"};
 
 constexpr size_t kMaxLine = CFG_NAME_LEN + CFG_VALUE_LEN + 2;
 
@@ -135,12 +143,15 @@ const std::vector<KeyDef>& Keys() {
        }},
       // [port]
       {{"port", "driver", "DPDK driver: net_ring, net_tap, net_pcap, net_af_packet, net_memif, net_vhost, "
-                          "net_virtio_user, net_af_xdp, net_null, mlx5, ice, i40e, ixgbe, virtio, bnxt"},
+                          "net_virtio_user, net_af_xdp, net_null, or any PCI PMD (mlx5, ice, i40e, ixgbe, "
+                          "virtio, bnxt, ena, gve, mana, netvsc, ...) with port.pci"},
        [](PortProfile& p, const std::string& v) {
          if (!FindDriver(v)) {
            std::vector<std::string> names;
-           for (auto& d : kDrivers) names.push_back(d.name);
-           return Bad("port.driver", v, absl::StrCat("one of ", absl::StrJoin(names, ", ")));
+           for (auto& d : kDrivers)
+             if (d.kind != DriverKind::kPci) names.push_back(d.name);
+           return Bad("port.driver", v,
+                      absl::StrCat("one of ", absl::StrJoin(names, ", "), ", or a PCI driver name"));
          }
          p.driver = v;
          return absl::OkStatus();
@@ -152,15 +163,32 @@ const std::vector<KeyDef>& Keys() {
       {{"port", "pci", "PCI address of a physical NIC (0000:3b:00.0)"},
        [](PortProfile& p, const std::string& v) { p.pci = v; return absl::OkStatus(); }},
       {{"port", "rx_queues", "RX queues (default 1)"},
-       [](PortProfile& p, const std::string& v) { return ParseUint("port.rx_queues", v, 1, 64, &p.rx_queues); }},
+       [](PortProfile& p, const std::string& v) {
+         p.rx_queues_given = true;
+         return ParseUint("port.rx_queues", v, 1, 64, &p.rx_queues);
+       }},
       {{"port", "tx_queues", "TX queues (default 1)"},
        [](PortProfile& p, const std::string& v) { return ParseUint("port.tx_queues", v, 1, 64, &p.tx_queues); }},
       {{"port", "rx_desc", "RX descriptors per queue (default 1024; the driver may adjust)"},
        [](PortProfile& p, const std::string& v) { return ParseUint("port.rx_desc", v, 16, 32768, &p.rx_desc); }},
       {{"port", "tx_desc", "TX descriptors per queue (default 1024; the driver may adjust)"},
        [](PortProfile& p, const std::string& v) { return ParseUint("port.tx_desc", v, 16, 32768, &p.tx_desc); }},
-      {{"port", "mtu", "IP MTU (default 1500); frames up to mtu + 18 bytes"},
-       [](PortProfile& p, const std::string& v) { return ParseUint("port.mtu", v, 68, 9600, &p.mtu); }},
+      {{"port", "mtu", "IP MTU (default 1500; identity = kernel: the interface's); frames up to mtu + 18 "
+                       "bytes. On a kernel interface it may not exceed the interface's MTU"},
+       [](PortProfile& p, const std::string& v) {
+         p.mtu_given = true;
+         return ParseUint("port.mtu", v, 68, 9600, &p.mtu);
+       }},
+      {{"port", "identity", "auto (kernel for net_af_xdp, else own), kernel (the interface's addresses, MAC, "
+                            "MTU, routes and neighbours through netlink), own (the profile's, own ARP/ND)"},
+       [](PortProfile& p, const std::string& v) {
+         const std::string l = absl::AsciiStrToLower(v);
+         if (l == "auto") p.identity = Identity::kAuto;
+         else if (l == "kernel") p.identity = Identity::kKernel;
+         else if (l == "own") p.identity = Identity::kOwn;
+         else return Bad("port.identity", v, "auto, kernel or own");
+         return absl::OkStatus();
+       }},
       {{"port", "set_mtu", "program the MTU on the device (default yes; af_packet: no)"},
        [](PortProfile& p, const std::string& v) { return ParseBool("port.set_mtu", v, &p.set_mtu); }},
       {{"port", "mac", "source MAC (default: the device's)"},
@@ -350,7 +378,22 @@ std::span<const DriverInfo> KnownDrivers() { return kDrivers; }
 const DriverInfo* FindDriver(absl::string_view name) {
   for (const DriverInfo& d : kDrivers)
     if (name == d.name) return &d;
-  return nullptr;
+  // A PCI PMD's name: letters, digits, '_' (not a vdev's net_ prefix).
+  if (name.empty() || name.size() > 32 || absl::StartsWith(name, "net_")) return nullptr;
+  for (char c : name)
+    if (!absl::ascii_isalnum(c) && c != '_') return nullptr;
+  return &kOtherPci;
+}
+
+Identity EffectiveIdentity(const PortProfile& p) {
+  if (p.identity != Identity::kAuto) return p.identity;
+  return p.driver == "net_af_xdp" ? Identity::kKernel : Identity::kOwn;
+}
+
+std::string KernelInterface(const PortProfile& p) {
+  if (p.driver == "net_af_xdp" || p.driver == "net_af_packet" || p.driver == "net_tap" || p.driver == "net_pcap")
+    return GetDevarg(p.devargs, "iface");
+  return "";
 }
 
 std::string IpPrefix::ToString() const { return absl::StrCat(addr.ToString(), "/", prefix_len); }
@@ -451,6 +494,15 @@ absl::Status ValidateProfile(const PortProfile& p) {
     if (!ValidPci(p.pci)) return bad("port.pci '", p.pci, "' is not a PCI address like 0000:3b:00.0");
   } else if (!p.pci.empty()) {
     return bad("port.pci is only for physical NICs, not ", p.driver);
+  }
+  if (p.identity == Identity::kKernel && p.driver != "net_af_xdp")
+    return bad("port.identity = kernel needs driver net_af_xdp (its XDP program keeps RoCE from the kernel), not ",
+               p.driver);
+  if (p.driver == "net_af_xdp") {
+    if (GetDevarg(p.devargs, "iface").empty()) return bad("net_af_xdp needs devargs iface=<interface>");
+    if (!GetDevarg(p.devargs, "xdp_prog").empty())
+      return bad("net_af_xdp: xdp_prog is the stack's own program (soft_rnic_xdp.o); remove it from devargs");
+    if (p.rx_queues != p.tx_queues) return bad("net_af_xdp needs rx_queues == tx_queues (one socket per queue)");
   }
   if (d->kind == DriverKind::kRing) {
     if (!p.devargs.empty()) return bad("net_ring takes no devargs (use port.ring / port.ring_side)");

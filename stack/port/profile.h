@@ -38,9 +38,20 @@ struct DriverInfo {
   DriverKind kind;
   const char* what;
 };
-// The drivers a profile may name; nullptr if unknown.
+// The drivers a profile may name; nullptr if unknown. The virtual devices
+// (net_*) are a closed list; any other name is a PCI driver: the EAL probes
+// the device at port.pci with whatever PMD claims it (ena, gve, mana, netvsc,
+// igb, ...), and the name is a label (the known ones carry a description).
 const DriverInfo* FindDriver(absl::string_view name);
 std::span<const DriverInfo> KnownDrivers();
+
+// Where a port's identity (MAC, MTU, addresses) and neighbours come from.
+// kKernel: the Linux interface it sits on (net_af_xdp beside the kernel):
+// every IPv4/IPv6 address of the interface, followed through netlink, its MAC
+// and MTU, and the kernel's routes and neighbour table (no ARP/ND of ours).
+// kOwn: the profile's MAC and addresses, and the stack's own ARP/ND.
+// auto: kernel for net_af_xdp, own for every other driver.
+enum class Identity : uint8_t { kAuto, kKernel, kOwn };
 
 enum class Tristate : uint8_t { kAuto, kOn, kOff };  // auto: use if the port offers it
 
@@ -65,6 +76,9 @@ struct PortProfile {
   uint16_t rx_queues = 1, tx_queues = 1;
   uint16_t rx_desc = 1024, tx_desc = 1024;
   uint16_t mtu = 1500;   // IP MTU the stack may use (frames up to mtu + 18 bytes)
+  bool mtu_given = false;        // port.mtu was set (else a kernel interface's MTU is taken)
+  bool rx_queues_given = false;  // port.rx_queues was set (else net_af_xdp takes every channel)
+  Identity identity = Identity::kAuto;
   bool set_mtu = true;   // program it on the device (af_packet: no, framesz rules)
   std::optional<wire::MacAddr> mac;
   std::optional<IpPrefix> ipv4, ipv6;
@@ -151,6 +165,12 @@ absl::Status SetAddress(PortProfile* p, absl::string_view ip_with_prefix);
 // EAL options for a set of ports: the first profile's [eal] section, plus
 // "-a <pci>,<devargs>" for every physical port (which turns --no-pci off).
 EalOptions EalOptionsFor(std::span<const PortProfile> profiles);
+
+// The identity a profile resolves to (Identity::kAuto decided by the driver).
+Identity EffectiveIdentity(const PortProfile& p);
+// The kernel interface a port sits on: iface= of net_af_xdp, net_af_packet,
+// net_tap, net_pcap (live); "" for the others.
+std::string KernelInterface(const PortProfile& p);
 
 // "10.0.0.1/24", "fd00::1/64", "10.0.0.1" (prefix defaults to /32, /128).
 absl::StatusOr<IpPrefix> ParseIpPrefix(absl::string_view s);

@@ -45,7 +45,8 @@ TEST(Profile, EveryDriversCfgFileLoadsAndValidates) {
     EXPECT_TRUE(ValidateProfile(*p).ok());
     EXPECT_NE(FindDriver(p->driver), nullptr);
     EXPECT_EQ(p->source, f);
-    EXPECT_TRUE(p->ipv4.has_value()) << "every profile names the stack's IPv4 address";
+    if (EffectiveIdentity(*p) == Identity::kOwn)
+      EXPECT_TRUE(p->ipv4.has_value()) << "every profile of its own identity names the stack's IPv4 address";
     if (FindDriver(p->driver)->kind == DriverKind::kPci) {
       EXPECT_FALSE(p->pci.empty());
       EXPECT_TRUE(p->eal.hugepages);
@@ -183,6 +184,59 @@ TEST(Profile, MalformedFilesFailClearly) {
   EXPECT_EQ(ok->mtu, 9000);
   EXPECT_EQ(ok->capture, "");
   EXPECT_EQ(ok->mac->ToString(), "02:00:00:00:00:07");
+}
+
+TEST(Profile, IdentityAndTheAfXdpProfile) {
+  auto x = LoadProfile(SourcePath("drivers-cfg/net_af_xdp.ini"));
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->driver, "net_af_xdp");
+  EXPECT_EQ(EffectiveIdentity(*x), Identity::kKernel);
+  EXPECT_FALSE(x->mtu_given) << "the interface's MTU unless the profile sets one";
+  EXPECT_FALSE(x->rx_queues_given) << "a socket per channel unless the profile sets the queues";
+  EXPECT_EQ(KernelInterface(*x), "eth0");
+  // auto: kernel for af_xdp only; own for the others.
+  auto tap = LoadProfile(SourcePath("drivers-cfg/net_tap.ini"));
+  ASSERT_TRUE(tap.ok());
+  EXPECT_EQ(EffectiveIdentity(*tap), Identity::kOwn);
+  EXPECT_EQ(KernelInterface(*tap), "rnic0");
+  // identity = kernel needs af_xdp; af_xdp needs iface= and takes no xdp_prog.
+  auto bad = LoadProfile(SourcePath("drivers-cfg/net_tap.ini"), std::vector<std::string>{"port.identity=kernel"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "needs driver net_af_xdp")) << bad.status();
+  EXPECT_FALSE(LoadProfile(SourcePath("drivers-cfg/net_tap.ini"), std::vector<std::string>{"port.identity=maybe"}).ok());
+  auto noif = LoadProfile(SourcePath("drivers-cfg/net_af_xdp.ini"), std::vector<std::string>{"port.devargs=start_queue=0"});
+  ASSERT_FALSE(noif.ok());
+  EXPECT_TRUE(absl::StrContains(noif.status().message(), "iface=")) << noif.status();
+  auto prog = LoadProfile(SourcePath("drivers-cfg/net_af_xdp.ini"),
+                          std::vector<std::string>{"port.devargs=iface=veth0,xdp_prog=/tmp/x.o"});
+  ASSERT_FALSE(prog.ok());
+  EXPECT_TRUE(absl::StrContains(prog.status().message(), "xdp_prog")) << prog.status();
+  auto own = LoadProfile(SourcePath("drivers-cfg/net_af_xdp.ini"),
+                         std::vector<std::string>{"port.identity=own", "port.ipv4=10.9.0.1/24", "port.mtu=1400"});
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(EffectiveIdentity(*own), Identity::kOwn);
+  EXPECT_TRUE(own->mtu_given);
+}
+
+TEST(Profile, AnyPciDriverNameOpens) {
+  // The PCI driver name is a label: the EAL probes whatever PMD claims the device.
+  for (const char* name : {"ena", "gve", "mana", "netvsc", "igb", "e1000", "mlx5", "nfp", "octeontx2"}) {
+    SCOPED_TRACE(name);
+    const DriverInfo* d = FindDriver(name);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->kind, DriverKind::kPci);
+    PortProfile p;
+    ASSERT_TRUE(SetProfileKey(&p, "port.driver", name).ok());
+    ASSERT_TRUE(SetProfileKey(&p, "port.pci", "0000:00:05.0").ok());
+    EXPECT_TRUE(ValidateProfile(p).ok()) << ValidateProfile(p);
+  }
+  // Virtual devices stay a closed list: a typo is an error naming the known ones.
+  PortProfile p;
+  absl::Status s = SetProfileKey(&p, "port.driver", "net_tapp");
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "net_af_xdp")) << s;
+  EXPECT_FALSE(SetProfileKey(&p, "port.driver", "bad name").ok());
+  EXPECT_FALSE(SetProfileKey(&p, "port.driver", "").ok());
 }
 
 TEST(Profile, EveryKeyIsDocumentedInTheReadme) {

@@ -459,8 +459,10 @@ struct DECLSPEC_NOVTABLE IND2QueuePairSendAndInvalidate : public IUnknown {
 // What an adapter's stack holds now and what its connection manager has counted, for programs
 // that must show that they leaked nothing (build/tools/rping --cycles) or that must see what the
 // wire did where ND2 reports less (the reason code of a peer's REJ, which ND2 folds into
-// ND_CONNECTION_REFUSED; a disconnect that crossed the peer's). Read-only: nothing here changes
-// the adapter. Not part of Microsoft's ND2: these types and this IID are this project's.
+// ND_CONNECTION_REFUSED; a disconnect that crossed the peer's), and the port beneath the adapter
+// (its driver, kernel interface, queues, MTU, MAC, frame counters: nd-adapterinfo with no
+// address). Read-only: nothing here changes the adapter. Not part of Microsoft's ND2: these
+// types and this IID are this project's.
 //
 // {ED25C650-31B3-4555-A59A-9F796E2D2F03}: a random (version 4) GUID generated for this project.
 DEFINE_GUID(IID_IND2AdapterDiagnostics, 0xed25c650, 0x31b3, 0x4555, 0xa5, 0x9a, 0x9f, 0x79, 0x6e,
@@ -509,6 +511,39 @@ typedef struct _ND2_CONNECTOR_DIAGNOSTICS {
 } ND2_CONNECTOR_DIAGNOSTICS;
 static_assert(sizeof(ND2_CONNECTOR_DIAGNOSTICS) == 32, "ND2_CONNECTOR_DIAGNOSTICS layout");
 
+// ND2_PORT_DIAGNOSTICS::Identity: where the adapter's MAC, MTU, addresses and neighbours come from.
+#define ND2_PORT_IDENTITY_OWN 0     // the profile's addresses; the stack's own ARP / ND
+#define ND2_PORT_IDENTITY_KERNEL 1  // the kernel interface's addresses, routes and neighbours
+// ND2_PORT_DIAGNOSTICS::XdpMode.
+#define ND2_PORT_XDP_NONE 0       // not an AF_XDP port
+#define ND2_PORT_XDP_COPY 1       // AF_XDP, copy mode (some socket is not zero-copy)
+#define ND2_PORT_XDP_ZERO_COPY 2  // AF_XDP, every socket zero-copy
+#define ND2_PORT_XDP_UNKNOWN 3    // AF_XDP, the mode not known
+
+// The port (DPDK ethdev) beneath an adapter, as `ibv_devinfo` shows a device: its driver, the
+// Linux interface it sits on, its queues, MTU and MAC, and its frame counters since NdStartup.
+// The strings are NUL-terminated (cut to fit).
+typedef struct _ND2_PORT_DIAGNOSTICS {
+  ULONG InfoVersion;    // in: ND2_DIAGNOSTICS_VERSION_1
+  char Driver[32];      // the DPDK driver: net_af_xdp, net_tap, net_ring, mlx5, ...
+  char Interface[16];   // the kernel interface the port sits on (IFNAMSIZ), or ""
+  char Name[48];        // the ethdev name
+  ULONG Identity;       // ND2_PORT_IDENTITY_*
+  ULONG XdpMode;        // ND2_PORT_XDP_*
+  ULONG RxQueues, TxQueues;
+  ULONG Mtu;            // the IP MTU the stack uses on the port
+  ULONG InterfaceMtu;   // the kernel interface's MTU (0: no interface, or not known)
+  UCHAR Mac[6];
+  UCHAR Reserved[2];    // out: 0
+  ULONG Reserved2;      // out: 0 (the counters below start 8-aligned)
+  // The port's frames: received from the device, sent to it, and dropped on the way (RX: the
+  // device's ring overflowed or had no buffer, a copy found the pool empty; TX: the device and
+  // the backlog were full, a frame was longer than the MTU, or no buffer to linearize it).
+  UINT64 RxPackets, TxPackets, RxDrops, TxDrops;
+} ND2_PORT_DIAGNOSTICS;
+static_assert(sizeof(ND2_PORT_DIAGNOSTICS) == 4 + 32 + 16 + 48 + 6 * 4 + 8 + 4 + 4 * 8,
+              "ND2_PORT_DIAGNOSTICS layout");
+
 // Obtained from an adapter: adapter->QueryInterface(IID_IND2AdapterDiagnostics, &d) (E_NOINTERFACE
 // from a provider without the extension). A separate object holding a reference on the adapter:
 // QueryInterface on it for IID_IND2Adapter gives the adapter back; Release it when done.
@@ -529,6 +564,13 @@ struct DECLSPEC_NOVTABLE IND2AdapterDiagnostics : public IUnknown {
   virtual HRESULT STDMETHODCALLTYPE QueryConnector(_In_ IUnknown* pConnector,
                                                    _Out_opt_ ND2_CONNECTOR_DIAGNOSTICS* pInfo,
                                                    _Inout_ ULONG* pcbInfo) = 0;
+
+  // The adapter's port (ND2_PORT_DIAGNOSTICS), read now.
+  //   ND_SUCCESS, ND_BUFFER_OVERFLOW (pInfo NULL or *pcbInfo too small: *pcbInfo = the size),
+  //   ND_INVALID_PARAMETER_1 (InfoVersion not ND2_DIAGNOSTICS_VERSION_1),
+  //   ND_INVALID_PARAMETER_2 (pcbInfo NULL).
+  virtual HRESULT STDMETHODCALLTYPE QueryPort(_Out_opt_ ND2_PORT_DIAGNOSTICS* pInfo,
+                                              _Inout_ ULONG* pcbInfo) = 0;
 
  protected:
   ~IND2AdapterDiagnostics() = default;

@@ -2,15 +2,29 @@
 // adapter's stack holds (queue pairs, connections, bound ports, memory
 // objects, packet buffers) and of its connection manager's counters and
 // per-connection facts (a REJ's reason) that ND2's own interfaces do not
-// report. A separate object (a COM tear-off) holding a reference on the
-// adapter: Adapter::QueryInterface makes one per request.
+// report, and of the port beneath the adapter (QueryPort: driver, kernel
+// interface, queues, MTU, MAC, frame counters). A separate object (a COM
+// tear-off) holding a reference on the adapter: Adapter::QueryInterface makes
+// one per request.
+#include <algorithm>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "nd2api/src/nd2.h"
+#include "stack/port/kernel_iface.h"
+#include "stack/port/port.h"
 
 namespace roce::nd2 {
 
 namespace {
+
+// Copies s into a char array, cut to fit, NUL-terminated (the rest zero).
+template <size_t N>
+void CopyName(char (&out)[N], const std::string& s) {
+  std::memset(out, 0, N);
+  std::memcpy(out, s.data(), std::min(s.size(), N - 1));
+}
 
 class AdapterDiagnostics final : public IND2AdapterDiagnostics {
  public:
@@ -63,6 +77,48 @@ class AdapterDiagnostics final : public IND2AdapterDiagnostics {
       d.CmCrossedDisconnects = c.crossed_dreqs;
     }
     d.PacketBuffersInUse = eng.port().Stats().pool_in_use;
+    std::memcpy(info, &d, sizeof d);
+    *cb = sizeof d;
+    return ND_SUCCESS;
+  }
+
+  // The port's facts are fixed once it is open (profile, name, MAC, queues) or read from
+  // thread-safe sources (its counters, the kernel interface's getters): no engine lock, as
+  // QueryAdapter reads the port's pool gauge.
+  HRESULT STDMETHODCALLTYPE QueryPort(ND2_PORT_DIAGNOSTICS* info, ULONG* cb) override {
+    if (!cb) return ND_INVALID_PARAMETER_2;
+    if (!info || *cb < sizeof(ND2_PORT_DIAGNOSTICS)) {
+      *cb = sizeof(ND2_PORT_DIAGNOSTICS);
+      return ND_BUFFER_OVERFLOW;
+    }
+    if (info->InfoVersion != ND2_DIAGNOSTICS_VERSION_1) return ND_INVALID_PARAMETER_1;
+    const port::Port& p = adapter_->eng().port();
+    const port::KernelIface* k = p.kernel();
+    ND2_PORT_DIAGNOSTICS d{};
+    d.InfoVersion = ND2_DIAGNOSTICS_VERSION_1;
+    CopyName(d.Driver, p.profile().driver);
+    // The interface opened beneath the port, else the one the profile names (net_tap's tap).
+    CopyName(d.Interface, k ? k->name() : port::KernelInterface(p.profile()));
+    CopyName(d.Name, p.name());
+    d.Identity = p.kernel_identity() ? ND2_PORT_IDENTITY_KERNEL : ND2_PORT_IDENTITY_OWN;
+    if (k && k->af_xdp()) {
+      const std::optional<bool> zc = k->zero_copy();
+      d.XdpMode = !zc ? ND2_PORT_XDP_UNKNOWN : *zc ? ND2_PORT_XDP_ZERO_COPY : ND2_PORT_XDP_COPY;
+    } else if (p.profile().driver == "net_af_xdp") {
+      d.XdpMode = ND2_PORT_XDP_UNKNOWN;
+    } else {
+      d.XdpMode = ND2_PORT_XDP_NONE;
+    }
+    d.RxQueues = p.rx_queues();
+    d.TxQueues = p.tx_queues();
+    d.Mtu = p.mtu();
+    d.InterfaceMtu = k ? k->link_mtu() : 0;
+    std::memcpy(d.Mac, p.mac().b.data(), sizeof d.Mac);
+    const port::PortStats s = p.Stats();
+    d.RxPackets = s.rx_packets;
+    d.TxPackets = s.tx_packets;
+    d.RxDrops = s.dev_imissed + s.dev_rx_nombuf + s.rx_copy_nomem;
+    d.TxDrops = s.tx_full + s.tx_oversize + s.tx_nomem;
     std::memcpy(info, &d, sizeof d);
     *cb = sizeof d;
     return ND_SUCCESS;

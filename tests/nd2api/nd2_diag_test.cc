@@ -4,8 +4,9 @@
 // connections until their time-wait ends); the CM counters and a connector's
 // REJ reason follow what happened on the wire between two adapters of one
 // process over a net_ring pair (8: nobody listens; 28: the peer's
-// IND2Connector::Reject, whose private data GetPrivateData returns); bad
-// arguments get their documented statuses.
+// IND2Connector::Reject, whose private data GetPrivateData returns); the
+// port beneath each adapter (QueryPort) is the configured one and counts the
+// frames of a connection; bad arguments get their documented statuses.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -340,6 +341,69 @@ TEST_F(Nd2Diag, RejectReasons) {
   EXPECT_EQ(c.CmRejectsReceived, c0.CmRejectsReceived + 2);
   EXPECT_EQ(s.CmRejectsSent, s0.CmRejectsSent + 2);
   EXPECT_EQ(c.CmTimeouts, c0.CmTimeouts);
+}
+
+// QueryPort: the net_ring ports of the configuration (net_ring.ini: MTU 4200,
+// one queue each way; adapter1's MAC given), no kernel interface, not AF_XDP;
+// the frame counters follow a connection; the statuses of QueryAdapter's
+// contract.
+TEST_F(Nd2Diag, QueryPort) {
+  ND2_PORT_DIAGNOSTICS p{};
+  ULONG cb = 0;
+  EXPECT_EQ(diag_[0]->QueryPort(nullptr, &cb), ND_BUFFER_OVERFLOW);
+  EXPECT_EQ(cb, sizeof(ND2_PORT_DIAGNOSTICS));
+  p.InfoVersion = ND2_DIAGNOSTICS_VERSION_1;
+  cb = sizeof p - 1;
+  EXPECT_EQ(diag_[0]->QueryPort(&p, &cb), ND_BUFFER_OVERFLOW);
+  EXPECT_EQ(cb, sizeof(ND2_PORT_DIAGNOSTICS));
+  EXPECT_EQ(diag_[0]->QueryPort(&p, nullptr), ND_INVALID_PARAMETER_2);
+  p.InfoVersion = 2;
+  cb = sizeof p;
+  EXPECT_EQ(diag_[0]->QueryPort(&p, &cb), ND_INVALID_PARAMETER_1);
+
+  auto query = [&](int i) {
+    ND2_PORT_DIAGNOSTICS d;
+    std::memset(&d, 0xa5, sizeof d);  // every byte written, the reserved ones 0
+    d.InfoVersion = ND2_DIAGNOSTICS_VERSION_1;
+    ULONG n = sizeof d + 8;  // a larger buffer: the size written comes back
+    EXPECT_EQ(diag_[i]->QueryPort(&d, &n), ND_SUCCESS);
+    EXPECT_EQ(n, sizeof d);
+    return d;
+  };
+  const ND2_PORT_DIAGNOSTICS a = query(0), b = query(1);
+  for (const ND2_PORT_DIAGNOSTICS* d : {&a, &b}) {
+    EXPECT_EQ(d->InfoVersion, static_cast<ULONG>(ND2_DIAGNOSTICS_VERSION_1));
+    EXPECT_STREQ(d->Driver, "net_ring");
+    EXPECT_STREQ(d->Interface, "");
+    EXPECT_EQ(d->Identity, static_cast<ULONG>(ND2_PORT_IDENTITY_OWN));
+    EXPECT_EQ(d->XdpMode, static_cast<ULONG>(ND2_PORT_XDP_NONE));
+    EXPECT_EQ(d->RxQueues, 1u);
+    EXPECT_EQ(d->TxQueues, 1u);
+    EXPECT_EQ(d->Mtu, 4200u);
+    EXPECT_EQ(d->InterfaceMtu, 0u);
+    EXPECT_EQ(d->Reserved[0], 0);
+    EXPECT_EQ(d->Reserved[1], 0);
+    EXPECT_EQ(d->Reserved2, 0u);
+    EXPECT_EQ(d->RxDrops, 0u);
+    EXPECT_EQ(d->TxDrops, 0u);
+  }
+  EXPECT_STREQ(a.Name, "net_ring_nd2diag_a");
+  EXPECT_STREQ(b.Name, "net_ring_nd2diag_b");
+  const UCHAR mac1[6] = {0x02, 0x00, 0x00, 0x00, 0x02, 0x02};
+  EXPECT_EQ(std::memcmp(b.Mac, mac1, 6), 0);
+  EXPECT_NE(std::memcmp(a.Mac, b.Mac, 6), 0);
+
+  // A connection: frames both ways, counted on both ports.
+  Conn k;
+  ASSERT_NO_FATAL_FAILURE(Connect(&k, 7005));
+  const ND2_PORT_DIAGNOSTICS a2 = query(0), b2 = query(1);
+  EXPECT_GT(a2.TxPackets, a.TxPackets);  // REQ, RTU
+  EXPECT_GT(a2.RxPackets, a.RxPackets);  // REP
+  EXPECT_GT(b2.TxPackets, b.TxPackets);
+  EXPECT_GT(b2.RxPackets, b.RxPackets);
+  EXPECT_EQ(a2.RxDrops + a2.TxDrops + b2.RxDrops + b2.TxDrops, 0u);
+  EXPECT_EQ(Wait(k.cc, k.cc->Disconnect(&ov_)), ND_SUCCESS);
+  Close(&k);
 }
 
 // cm_drop_tx_dreqs = 1 on adapter0 (the configuration key rping's

@@ -4,7 +4,10 @@
 Cases (--case):
   cli              command-line errors of the programs: clear message, exit 2, no crash
   adapterinfo      nd-adapterinfo on a configured address (every ND2_ADAPTER_INFO field, the
-                   address list) and on addresses that are not ND addresses
+                   address list) and on addresses that are not ND addresses; with no address,
+                   the list of both adapters (driver, name, MAC, MTU, queues, each one's own
+                   addresses, its limits); as root also a net_ring + net_tap configuration
+                   (the tap's driver, interface and MAC)
   loopback-PROG    PROG's server and client in one process on one adapter (--loopback, the
                    adapter's loopback connections), --verify, 1 B .. 4 MB, in the polling (-p)
                    and blocking (-b) modes, with inline progress and a progress thread
@@ -209,6 +212,40 @@ def case_adapterinfo(tools, tmp):
         check(sorted(addrs) == sorted(["10.77.0.1", "10.77.0.2", "fd00:77::1", "fd00:77::2"]),
               f"nd-adapterinfo: address list {addrs}")
     check(len(ids) == 2, "the two adapters report the same AdapterId")
+
+    # No address: every adapter, each with its port, its own addresses and its limits.
+    rc, out = run([prog], env)
+    show("nd-adapterinfo (no address)", out)
+    check(rc == 0, f"nd-adapterinfo with no address: exit {rc}")
+    blocks = parse_adapter_list(out)
+    check([b["adapter"] for b in blocks] == ["0", "1"], f"nd-adapterinfo: adapters {[b['adapter'] for b in blocks]}")
+    check(re.search(r"^2 adapters$", out, re.M), "nd-adapterinfo: no '2 adapters' line")
+    want = [("net_ring_ndtai_a", None, ["10.77.0.1", "fd00:77::1"]),
+            ("net_ring_ndtai_b", "02:00:00:00:77:02", ["10.77.0.2", "fd00:77::2"])]
+    for b, (name, mac, addrs) in zip(blocks, want):
+        who = f"nd-adapterinfo, adapter {b['adapter']}"
+        for k, v in (("driver", "net_ring"), ("name", name), ("interface", "-"), ("rx_queues", "1"),
+                     ("tx_queues", "1"), ("mtu", "4200"), ("MaxCallerData", "56"), ("InfoVersion", "131072")):
+            check(b.get(k) == v, f"{who}: {k} is {b.get(k)}, expected {v}")
+        check(b.get("identity", "").startswith("own"), f"{who}: identity {b.get('identity')}")
+        check(b.get("xdp_mode", "").startswith("none"), f"{who}: xdp_mode {b.get('xdp_mode')}")
+        check(re.fullmatch(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", b.get("mac", "")), f"{who}: mac {b.get('mac')}")
+        if mac:
+            check(b["mac"] == mac, f"{who}: mac {b['mac']}, expected {mac}")
+        check(sorted(b["address"]) == sorted(addrs), f"{who}: addresses {b['address']}, expected {addrs}")
+        check(re.fullmatch(r"rx \d+, tx \d+, rx drops \d+, tx drops \d+", b.get("frames", "")),
+              f"{who}: frames {b.get('frames')}")
+        for k in ("MaxInitiatorSge", "MaxTransferLength", "MaxCompletionQueueDepth", "AdapterFlags"):
+            check(k in b, f"{who}: no {k} line")
+    check(blocks[0]["mac"] != blocks[1]["mac"], "nd-adapterinfo: both adapters list the same MAC")
+    check({b["AdapterId"] for b in blocks} == ids, "nd-adapterinfo: the list's AdapterIds are not the adapters'")
+    # -l with no address: the list goes to the log file.
+    logf = os.path.join(tmp, "list.txt")
+    rc, out = run([prog, "-l", logf], env)
+    with open(logf) as f:
+        check(rc == 0 and out == "" and "2 adapters" in f.read(), f"nd-adapterinfo -l (no address): exit {rc} {out!r}")
+    if os.geteuid() == 0:
+        adapterinfo_tap(prog, tmp)
     # Not an ND address: NdCheckAddress fails, the program says so and exits 1.
     rc, out = run([prog, "10.77.0.3"], env)
     check(rc == 1 and "NdCheckAddress for the input address failed" in out,
@@ -216,7 +253,52 @@ def case_adapterinfo(tools, tmp):
     # No configuration file: NdStartup's error, exit 1.
     rc, out = run([prog, "10.77.0.1"], env_with(os.path.join(tmp, "missing.ini")))
     check(rc == 1 and "NdStartup failed" in out, f"nd-adapterinfo without a config: exit {rc}\n{out}")
-    log("adapterinfo: both adapters' limits, flags and addresses; bad addresses refused")
+    log("adapterinfo: both adapters' limits, flags and addresses, alone and listed with their ports; "
+        "bad addresses refused")
+
+
+def parse_adapter_list(out):
+    """nd-adapterinfo's list: one dict per `adapter: N` block of `\tkey: value` lines
+    (`address` a list)."""
+    blocks = []
+    for line in out.splitlines():
+        m = re.match(r"^adapter: (\d+)$", line)
+        if m:
+            blocks.append({"adapter": m.group(1), "address": []})
+            continue
+        m = re.match(r"^\t(\w+): ?(.*)$", line)
+        if m and blocks:
+            if m.group(1) == "address":
+                blocks[-1]["address"].append(m.group(2))
+            else:
+                blocks[-1][m.group(1)] = m.group(2)
+    return blocks
+
+
+def adapterinfo_tap(prog, tmp):
+    """A net_ring adapter and a net_tap one (its tap in a namespace of the test's): the list
+    names the tap's driver, interface and MAC."""
+    with Net("nda", 78) as net:
+        tap = net.taps["server"]
+        config = os.path.join(tmp, "mixed.ini")
+        write_config(config, {
+            "adapter0": {"profile": "net_ring.ini", "port.ring": "ndtaimix", "ip": "10.78.0.1/24"},
+            "adapter1": {"profile": "net_tap.ini", "iface": tap, "ip": "198.18.78.1/24",
+                         "port.ipv6": "fd00:78::1/64", "port.mac": "02:00:c6:12:4e:01"}})
+        p = net.start(tmp, "server", [prog], config, bridge=False)
+        p.wait(timeout=RUN_TIMEOUT)
+        out = read(p)
+        show("nd-adapterinfo (no address; net_ring + net_tap)", out)
+        check(p.returncode == 0, f"nd-adapterinfo on net_ring + net_tap: exit {p.returncode}")
+        blocks = parse_adapter_list(out)
+        check(len(blocks) == 2, f"nd-adapterinfo on net_ring + net_tap: {len(blocks)} adapters listed")
+        b = blocks[1]
+        for k, v in (("driver", "net_tap"), ("interface", tap), ("mac", "02:00:c6:12:4e:01"), ("mtu", "1500")):
+            check(b.get(k) == v, f"nd-adapterinfo, the tap adapter: {k} is {b.get(k)}, expected {v}")
+        check(sorted(b["address"]) == ["198.18.78.1", "fd00:78::1"],
+              f"nd-adapterinfo, the tap adapter: addresses {b['address']}")
+        check(blocks[0].get("driver") == "net_ring", "nd-adapterinfo: the ring adapter's driver")
+        net.procs.clear()
 
 
 # ---- loopback ---------------------------------------------------------------------------------

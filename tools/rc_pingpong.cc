@@ -10,10 +10,15 @@
 // The TCP exchange uses the kernel's sockets; RoCE uses the DPDK port and the
 // address in its profile (carried to the peer in the GID). See
 // tools/lib/pingpong_exchange.h for what the real program does, step by step.
+//
+// --timeout S (default 60) bounds every wait for the peer, in both roles: the exchange (the
+// server's wait for its client included), ARP for the peer, and each completion of the loop;
+// past it the program prints one line naming the wait and exits 1.
 #include <getopt.h>
 #include <netdb.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -96,7 +101,13 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       case 'g': o->gid_index = std::atoi(optarg); break;
       case 'c': o->validate = true; break;
       case 'd': case 'i': case 'l': case 'e': case 'o': case 'P': break;
-      case 6: o->timeout_s = std::atoi(optarg); break;
+      case 6:
+        o->timeout_s = std::atoi(optarg);
+        if (o->timeout_s < 1) {
+          std::fprintf(stderr, "invalid --timeout %s (at least 1 second)\n", optarg);
+          return false;
+        }
+        break;
       case 7: o->quiet_tail = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       default:
         if (!tools::ParseHostOption(c, optarg, &o->host)) return false;
@@ -135,6 +146,10 @@ class PingPong {
   bool PostRecvs(uint32_t n);
   bool PostSend();
   bool ConnectQp(const tools::PingpongDest& remote, std::string* error);
+  // " (--timeout N s)" after an exchange error that is a timeout, else "".
+  std::string TimeoutNote(const std::string& error) const {
+    return error.rfind("timed out", 0) == 0 ? absl::StrCat(" (after ", o_.timeout_s, " s, --timeout)") : "";
+  }
 
   const Options& o_;
   std::unique_ptr<port::Port> port_;
@@ -193,6 +208,7 @@ bool PingPong::ConnectQp(const tools::PingpongDest& remote, std::string* error) 
   c.attr.timeout = pp::kTimeout;
   c.attr.retry_cnt = pp::kRetryCnt;
   c.attr.rnr_retry = pp::kRnrRetry;
+  c.resolve_timeout_ns = std::min<uint64_t>(c.resolve_timeout_ns, uint64_t(o_.timeout_s) * 1'000'000'000ull);
   if (auto s = tools::ConnectQp(*eng_, qp_, c); !s.ok()) {
     *error = std::string(s.message());
     return false;
@@ -267,12 +283,12 @@ int PingPong::Run() {
   if (!o_.server.empty()) {
     // Client: ARP the server first (rxe needs a neighbour entry for us before its RTR).
     auto sip = ResolveHost(o_.server);
-    if (sip.ok()) (void)eng_->Resolve(*sip, 3'000'000'000ull);
+    if (sip.ok()) (void)eng_->Resolve(*sip, std::min<uint64_t>(3'000'000'000ull, uint64_t(o_.timeout_s) * 1'000'000'000ull));
     xo.connect_retry_ms = 2000;
     tools::ExchangeResult r = tools::PingpongClientExchange(o_.server, o_.port, local_, xo);
     if (!r.ok()) {
       eng_->Stop();
-      std::fprintf(stderr, "Couldn't get remote LID: %s\n", r.error.c_str());
+      std::fprintf(stderr, "Couldn't get remote LID: %s%s\n", r.error.c_str(), TimeoutNote(r.error).c_str());
       return 1;
     }
     remote = r.remote;
@@ -292,7 +308,7 @@ int PingPong::Run() {
         local_, [this](const tools::PingpongDest& d, std::string* e2) { return ConnectQp(d, e2); }, xo);
     if (!r.ok()) {
       eng_->Stop();
-      std::fprintf(stderr, "Couldn't get remote LID: %s\n", r.error.c_str());
+      std::fprintf(stderr, "Couldn't get remote LID: %s%s\n", r.error.c_str(), TimeoutNote(r.error).c_str());
       return 1;
     }
     remote = r.remote;
@@ -340,7 +356,12 @@ int PingPong::Run() {
     const auto now = std::chrono::steady_clock::now();
     if (ne) last_progress = now;
     if (now - last_progress > std::chrono::seconds(o_.timeout_s)) {
-      std::fprintf(stderr, "no completion for %d s (scnt=%u rcnt=%u)\n", o_.timeout_s, scnt, rcnt);
+      std::fprintf(stderr, "rc-pingpong: timed out after %d s waiting for a completion (%s; scnt=%u rcnt=%u)\n",
+                   o_.timeout_s,
+                   (pending & pp::kRecvWrId) && (pending & pp::kSendWrId) ? "the peer's next message and our send's ACK"
+                   : (pending & pp::kRecvWrId)                           ? "the peer's next message"
+                                                                          : "our send's ACK",
+                   scnt, rcnt);
       rc_exit = 1;
       break;
     }

@@ -17,6 +17,8 @@
 // Steps 1 and 2 repeat --rounds times with new patterns. With injected faults
 // (--set fault.rx_drop=...) a last step checks our counters show the recovery.
 // Output ends with `rc-rdma: N steps, N ok, N failed`; exit 0 only if all ok.
+// --timeout S (default 60) bounds every wait for the peer (its TCP server, each answer on it,
+// ARP, each completion): past it one line names the wait and the exit status is 1.
 //
 //   rc-rdma --profile drivers-cfg/net_tap.ini --iface dtap0 --ip 198.18.0.10/24 [--size N] [-m MTU]
 //           [--bad-key ours|theirs|none] 198.18.0.2
@@ -24,6 +26,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,6 +70,14 @@ std::vector<uint8_t> Pattern(uint32_t seed, uint32_t n) {
   return v;
 }
 
+// A wait for the peer that lasted --timeout: one line naming it, exit 1.
+[[noreturn]] void TimedOut(int secs, const std::string& what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "rc-rdma: timed out after %d s waiting for %s\n", secs, what.c_str());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
 // A line-oriented TCP client for the steps.
 class Control {
  public:
@@ -81,7 +92,17 @@ class Control {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     while (std::chrono::steady_clock::now() < until) {  // the peer may still be starting
       fd_ = socket(AF_INET, SOCK_STREAM, 0);
-      if (connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) return true;
+      // connect() gives up at the deadline (Linux bounds it by SO_SNDTIMEO), not after TCP's
+      // own SYN retries (about 2 minutes) when nothing answers.
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(until - std::chrono::steady_clock::now());
+      timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
+      if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;
+      setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      if (connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+        tv = {};
+        setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        return true;
+      }
       close(fd_);
       fd_ = -1;
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -93,9 +114,10 @@ class Control {
     return write(fd_, s.data(), s.size()) == static_cast<ssize_t>(s.size());
   }
   // The next line; "" on EOF/error. Keeps the engine polling while it waits
-  // (the peer's verbs traffic needs our side to answer).
+  // (the peer's verbs traffic needs our side to answer). Past `timeout_s`:
+  // one line naming `what`, exit 1.
   template <typename PollFn>
-  std::string Recv(PollFn&& poll, int timeout_s) {
+  std::string Recv(PollFn&& poll, int timeout_s, const std::string& what) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     for (;;) {
       if (auto nl = buf_.find('\n'); nl != std::string::npos) {
@@ -103,7 +125,7 @@ class Control {
         buf_.erase(0, nl + 1);
         return line;
       }
-      if (std::chrono::steady_clock::now() > until) return "";
+      if (std::chrono::steady_clock::now() > until) TimedOut(timeout_s, what);
       poll();
       char tmp[512];
       const ssize_t n = recv(fd_, tmp, sizeof tmp, MSG_DONTWAIT);
@@ -151,7 +173,7 @@ void Rdma::Step(const std::string& what, bool ok, const std::string& detail) {
 
 std::string Rdma::Ask(const std::string& line) {
   if (!ctl_.Send(line)) return "";
-  return ctl_.Recv([this] { eng_->Poll(); }, o_.timeout_s);
+  return ctl_.Recv([this] { eng_->Poll(); }, o_.timeout_s, "the peer's answer to " + line.substr(0, line.find(' ')));
 }
 
 bool Rdma::Setup() {
@@ -206,7 +228,7 @@ rc::Completion Rdma::Do(rc::WrOp op, std::vector<uint8_t>& local, const mem::Reg
     eng_->Poll();
     if (cq_->Poll(&c, 1)) return c;
   }
-  return c;
+  TimedOut(o_.timeout_s, std::string("the completion of our RDMA ") + (op == rc::WrOp::kRead ? "Read" : "Write"));
 }
 
 int Rdma::Run() {
@@ -220,10 +242,11 @@ int Rdma::Run() {
     server_ip = wire::IpAddr::FromV4(ntohl(a.s_addr));
   }
   if (auto s = eng_->Start(); !s.ok()) return std::fprintf(stderr, "%s\n", std::string(s.message()).c_str()), 1;
-  (void)eng_->Resolve(server_ip, 3'000'000'000ull);
+  (void)eng_->Resolve(server_ip, std::min<uint64_t>(3'000'000'000ull, uint64_t(o_.timeout_s) * 1'000'000'000ull));
   if (!ctl_.Connect(o_.server, o_.port, o_.timeout_s)) {
     eng_->Stop();
-    std::fprintf(stderr, "Couldn't connect to %s:%u\n", o_.server.c_str(), o_.port);
+    std::fprintf(stderr, "rc-rdma: timed out after %d s waiting for the peer's TCP server on %s:%u (couldn't connect)\n",
+                 o_.timeout_s, o_.server.c_str(), o_.port);
     return 1;
   }
   const uint32_t my_psn = tools::RcPingpongStartPsn(tools::PingpongSeed());
@@ -232,7 +255,8 @@ int Rdma::Run() {
   ctl_.Send(absl::StrFormat("QP %06x %06x %s %016x %08x %u", qp_->qpn(), my_psn, gid,
                             reinterpret_cast<uint64_t>(target_.data()), target_mr_.remote_token, o_.size));
   // The engine's own thread polls meanwhile; this one only waits for TCP.
-  std::string line = ctl_.Recv([] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }, o_.timeout_s);
+  std::string line = ctl_.Recv([] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }, o_.timeout_s,
+                               "the peer's QP line");
   eng_->Stop();  // from here this thread polls (inline mode)
   std::vector<std::string> f = absl::StrSplit(line, ' ');
   if (f.size() != 7 || f[0] != "QP") return std::fprintf(stderr, "peer: %s\n", line.c_str()), 1;
@@ -257,6 +281,7 @@ int Rdma::Run() {
   cp.attr.timeout = pp::kTimeout;
   cp.attr.retry_cnt = pp::kRetryCnt;
   cp.attr.rnr_retry = pp::kRnrRetry;
+  cp.resolve_timeout_ns = std::min<uint64_t>(cp.resolve_timeout_ns, uint64_t(o_.timeout_s) * 1'000'000'000ull);
   if (auto s = tools::ConnectQp(*eng_, qp_, cp); !s.ok())
     return std::fprintf(stderr, "%s\n", std::string(s.message()).c_str()), 1;
   std::printf("connected: our qpn 0x%06x, peer qpn 0x%06x, peer region 0x%016llx rkey 0x%08x, %u bytes\n",
@@ -349,7 +374,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       case 's': o->size = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       case 'm': o->mtu = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       case 'b': o->bad_key = optarg; break;
-      case 6: o->timeout_s = std::atoi(optarg); break;
+      case 6:
+        o->timeout_s = std::atoi(optarg);
+        if (o->timeout_s < 1) return false;
+        break;
       case 7: o->rounds = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
       default:
         if (!tools::ParseHostOption(c, optarg, &o->host)) return false;

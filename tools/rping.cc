@@ -30,6 +30,11 @@
 // extension IND2AdapterDiagnostics (ndspi.h), obtained by QueryInterface on
 // the adapter.
 //
+// Waits (--timeout S, ours): every wait for the peer — its connection request or answer, each
+// completion, the disconnect — ends after S seconds (30 s per completion, 30 s for the rest
+// without it) with one line naming what it waited for, and exit status 1; a server waits for a
+// client (-s, and each next one with -P) without limit unless --timeout was given.
+//
 // Exit status 0 on success.
 #include <arpa/inet.h>
 #include <endian.h>
@@ -63,7 +68,7 @@ namespace {
 constexpr ULONG kInfoLen = 16;
 constexpr uint32_t kMinSize = 23;          // as rping (the ping text is cut to fit)
 constexpr uint32_t kMaxSize = 1u << 30;
-constexpr int64_t kStepTimeoutMs = 30'000;  // per completion waited for
+constexpr uint32_t kStepTimeoutS = 30;  // per wait for the peer, without --timeout
 
 struct Options {
   bool server = false, client = false;
@@ -76,6 +81,7 @@ struct Options {
   uint32_t drop_rx_dreqs = 0;   // --cm-drop-rx-dreqs N: fault injection
   uint32_t drop_tx_dreqs = 0;   // --cm-drop-tx-dreqs N: fault injection (forces crossed DREQs)
   int expect_reject = -1;       // --expect-reject R: succeed only if the peer rejects with reason R
+  uint32_t timeout_s = 0;       // --timeout S: the limit of every wait (0: not given)
   // The port options: the ND2 adapter this process brings up.
   std::string profile = "net_tap.ini";
   std::string iface, capture;
@@ -92,6 +98,7 @@ enum LongOpt : int {
   kOptIp,
   kOptSet,
   kOptCapture,
+  kOptTimeout,
 };
 
 void Usage(const char* argv0) {
@@ -125,6 +132,8 @@ void Usage(const char* argv0) {
                "\t--cm-drop-tx-dreqs N\tlose the first N DREQs we send (retransmitted later):\n"
                "\t\t\twith a server's -C, the peer's DREQ crosses ours\n"
                "\t--expect-reject R\tclient: succeed only if the peer rejects with REJ reason R\n"
+               "\t--timeout S\tfail (exit 1, naming the wait) when any wait for the peer lasts S s\n"
+               "\t\t\t(default 30 s; a server's wait for a client: none unless given)\n"
                "\tA server given -C disconnects after that many pings.\n",
                argv0, argv0);
 }
@@ -229,6 +238,35 @@ HRESULT Finish(IND2Overlapped* o, OVERLAPPED* ov, HRESULT h) {
   return h;
 }
 
+// The limit of a wait for the peer, in seconds: --timeout, else kStepTimeoutS.
+uint32_t StepTimeoutS(const Options& o) { return o.timeout_s ? o.timeout_s : kStepTimeoutS; }
+
+// A wait that lasted its limit: one line naming it, then exit 1 (the provider's exit handler
+// ends our connections on the wire: DREQ, at most 1 s).
+[[noreturn]] void TimedOut(uint32_t secs, const std::string& what) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "rping: timed out after %u s waiting for %s\n", static_cast<unsigned>(secs), what.c_str());
+  std::fflush(stderr);
+  std::exit(1);
+}
+
+// Finish within `secs` (0: no limit); past it, TimedOut naming `what`. The request's event is
+// waited on in slices (each wait drives the adapter) and its status read without waiting:
+// GetOverlappedResult(FALSE) is ND_PENDING until the request is done.
+HRESULT FinishWithin(IND2Overlapped* o, OVERLAPPED* ov, HRESULT h, uint32_t secs, const std::string& what) {
+  if (h != ND_PENDING) return h;
+  if (secs == 0) return o->GetOverlappedResult(ov, TRUE);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(secs);
+  for (;;) {
+    h = o->GetOverlappedResult(ov, FALSE);
+    if (h != ND_PENDING) return h;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) TimedOut(secs, what);
+    WaitForSingleObject(ov->hEvent, static_cast<DWORD>(std::min<int64_t>(left, 200)));
+  }
+}
+
 // The ND2 configuration for the port options: one adapter, inline progress
 // (tools/nd/nd_port_options.h, shared with nd-perf).
 bool WriteConfig(const Options& o, std::string* path) {
@@ -326,6 +364,7 @@ class Cq {
   // wait would read both at once). Blocking keeps a long wait cheap.
   bool Next(ND2_RESULT* r, int64_t timeout_ms) {
     constexpr auto kSpin = std::chrono::milliseconds(50);
+    notify_failed_ = false;
     const auto now = std::chrono::steady_clock::now();
     const auto deadline = now + std::chrono::milliseconds(timeout_ms);
     const auto spin_end = now + kSpin;
@@ -336,6 +375,7 @@ class Cq {
         const HRESULT h = cq_->Notify(ND_CQ_NOTIFY_ANY, &note_.ov);
         if (h != ND_PENDING && h != ND_SUCCESS) {
           std::fprintf(stderr, "rping: Notify: %s\n", Hr(h).c_str());
+          notify_failed_ = true;
           return false;
         }
         armed_ = h == ND_PENDING;
@@ -348,11 +388,14 @@ class Cq {
       if (!note_.pending()) armed_ = false;
     }
   }
+  // Next returned false because Notify failed (not a timeout).
+  bool notify_failed() const { return notify_failed_; }
 
  private:
   IND2CompletionQueue* cq_ = nullptr;
   Ov note_;
   bool armed_ = false;
+  bool notify_failed_ = false;
 };
 
 // A registered buffer.
@@ -484,14 +527,17 @@ class Session {
     if (h != ND_SUCCESS) std::fprintf(stderr, "rping: %s: %s\n", read ? "Read" : "Write", Hr(h).c_str());
     return h == ND_SUCCESS;
   }
-  // Waits for one result on the initiator (send) or receive queue; false on
-  // an error status (ND_CANCELED: the connection went), a timeout or bogus
-  // data. A receive re-posts itself and records the info it carried.
-  bool Wait(bool recv) {
+  // Waits for one result on the initiator (send) or receive queue (`what`:
+  // the step, for the message); false on an error status (ND_CANCELED: the
+  // connection went) or bogus data. A receive re-posts itself and records
+  // the info it carried. Past the step's limit: TimedOut (exit 1).
+  bool Wait(bool recv, const char* what) {
     ND2_RESULT r{};
-    if (!(recv ? rcq_ : scq_).Next(&r, kStepTimeoutMs)) {
-      last_status_ = ND_TIMEOUT;
-      std::fprintf(stderr, "rping: timed out waiting for a %s completion\n", recv ? "receive" : "send");
+    const uint32_t secs = StepTimeoutS(opt_);
+    if (!(recv ? rcq_ : scq_).Next(&r, int64_t{secs} * 1000)) {
+      if (!(recv ? rcq_ : scq_).notify_failed())
+        TimedOut(secs, std::string(what) + (recv ? " (a receive completion)" : " (a send completion)"));
+      last_status_ = ND_UNSUCCESSFUL;
       return false;
     }
     if (r.Status != ND_SUCCESS) {
@@ -567,7 +613,9 @@ int RunClient(const Options& opt, const Host& host, const Addr* local, const Add
     }
   }
   if (!s.PostRecv()) return 1;  // before any message can arrive
-  HRESULT h = Finish(c, s.ov(), c->Connect(s.qp(), peer.sa(), peer.len, 1, 1, nullptr, 0, s.ov()));
+  const uint32_t step = StepTimeoutS(opt);
+  HRESULT h = FinishWithin(c, s.ov(), c->Connect(s.qp(), peer.sa(), peer.len, 1, 1, nullptr, 0, s.ov()), step,
+                           "the server's answer to our connection request (rdma_connect to " + peer.str() + ")");
   if (h == ND_CONNECTION_REFUSED) {
     // The peer rejected (REJ): the private data through ND2, the reason
     // through our diagnostics extension (ND2 folds every reason into
@@ -596,7 +644,7 @@ int RunClient(const Options& opt, const Host& host, const Addr* local, const Add
     return 1;
   }
   // The peer accepted (REP): the RTU goes with CompleteConnect.
-  h = Finish(c, s.ov(), c->CompleteConnect(s.ov()));
+  h = FinishWithin(c, s.ov(), c->CompleteConnect(s.ov()), step, "CompleteConnect (rdma_connect)");
   if (h != ND_SUCCESS) {
     std::fprintf(stderr, "rdma_connect (CompleteConnect): %s\n", Hr(h).c_str());
     return 1;
@@ -612,17 +660,17 @@ int RunClient(const Options& opt, const Host& host, const Addr* local, const Add
   }
   if (opt.expect_reject >= 0) {
     std::fprintf(stderr, "rping: connected, but a reject (reason %d) was expected\n", opt.expect_reject);
-    Finish(c, s.ov(), c->Disconnect(s.ov()));
+    FinishWithin(c, s.ov(), c->Disconnect(s.ov()), step, "the disconnect (rdma_disconnect)");
     return 1;
   }
   int rc = 0;
   int start = 65;
   for (uint64_t ping = 0; !opt.count || ping < opt.count; ping++) {
     FillStart(s.start(), opt.size, ping, &start);
-    if (!s.SendInfo(false) || !s.Wait(false)) { rc = 1; break; }
-    if (!s.Wait(true)) { rc = 1; break; }  // "go ahead" after its Read
-    if (!s.SendInfo(true) || !s.Wait(false)) { rc = 1; break; }
-    if (!s.Wait(true)) { rc = 1; break; }  // after its Write
+    if (!s.SendInfo(false) || !s.Wait(false, "our Send of the start buffer's info")) { rc = 1; break; }
+    if (!s.Wait(true, "the server's \"go ahead\" after its RDMA Read")) { rc = 1; break; }
+    if (!s.SendInfo(true) || !s.Wait(false, "our Send of the rdma buffer's info")) { rc = 1; break; }
+    if (!s.Wait(true, "the server's ACK after its RDMA Write")) { rc = 1; break; }
     if (opt.validate && std::memcmp(s.start(), s.rdma(), opt.size) != 0) {
       std::fprintf(stderr, "data mismatch!\n");
       rc = 1;
@@ -632,7 +680,7 @@ int RunClient(const Options& opt, const Host& host, const Addr* local, const Add
   }
   if (rc) std::fprintf(stderr, "rping: the test failed\n");
   DEBUG_LOG("rping client: disconnecting\n");
-  h = Finish(c, s.ov(), c->Disconnect(s.ov()));
+  h = FinishWithin(c, s.ov(), c->Disconnect(s.ov()), step, "the disconnect (rdma_disconnect)");
   if (h != ND_SUCCESS && !rc) {
     std::fprintf(stderr, "rdma_disconnect: %s\n", Hr(h).c_str());
     rc = 1;
@@ -733,9 +781,12 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
   Session s(host, opt);
   if (!s.Open()) return 1;
   IND2Connector* c = s.conn();
+  const uint32_t step = StepTimeoutS(opt);
   {
     Ov req;
-    const HRESULT h = Finish(listener, &req.ov, listener->GetConnectionRequest(c, &req.ov));
+    // A client: for as long as it takes unless --timeout was given.
+    const HRESULT h = FinishWithin(listener, &req.ov, listener->GetConnectionRequest(c, &req.ov), opt.timeout_s,
+                                   "a client to connect (rdma_get_request)");
     if (h != ND_SUCCESS) {
       std::fprintf(stderr, "rdma_get_request: %s\n", Hr(h).c_str());
       return 1;
@@ -751,7 +802,8 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
     c->Reject(nullptr, 0);
     return 1;
   }
-  HRESULT h = Finish(c, s.ov(), c->Accept(s.qp(), 1, 1, nullptr, 0, s.ov()));
+  HRESULT h = FinishWithin(c, s.ov(), c->Accept(s.qp(), 1, 1, nullptr, 0, s.ov()), step,
+                           "the client's answer to our accept (rdma_accept)");
   if (h != ND_SUCCESS) {
     std::fprintf(stderr, "rdma_accept: %s\n", Hr(h).c_str());
     return 1;
@@ -771,7 +823,8 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
     else rc = 1;
   };
   for (uint64_t ping = 0;; ping++) {
-    if (!s.Wait(true)) {  // the client's start buffer, or its disconnect (receive flushed)
+    // The client's start buffer, or its disconnect (receive flushed).
+    if (!s.Wait(true, "the client's next ping (the info of its start buffer) or its disconnect")) {
       disconnected = true;
       break;
     }
@@ -780,7 +833,10 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
       rc = 1;
       break;
     }
-    if (!s.Rdma(true, s.remote_len()) || !s.Wait(false)) { end(); break; }
+    if (!s.Rdma(true, s.remote_len()) || !s.Wait(false, "our RDMA Read of the client's start buffer")) {
+      end();
+      break;
+    }
     if (opt.verbose) std::printf("server ping data: %s\n", s.rdma());
     if (opt.validate) {
       std::vector<char> want(opt.size);
@@ -792,11 +848,11 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
         break;
       }
     }
-    if (!s.SendInfo(true) || !s.Wait(false)) { end(); break; }  // go ahead
-    if (!s.Wait(true)) { end(); break; }  // the client's rdma buffer
+    if (!s.SendInfo(true) || !s.Wait(false, "our Send of \"go ahead\"")) { end(); break; }
+    if (!s.Wait(true, "the info of the client's rdma buffer")) { end(); break; }
     const ULONG len = static_cast<ULONG>(strnlen(s.rdma(), opt.size - 1)) + 1;
-    if (!s.Rdma(false, len) || !s.Wait(false)) { end(); break; }
-    if (!s.SendInfo(true) || !s.Wait(false)) { end(); break; }  // ACK
+    if (!s.Rdma(false, len) || !s.Wait(false, "our RDMA Write to the client")) { end(); break; }
+    if (!s.SendInfo(true) || !s.Wait(false, "our Send of the ACK")) { end(); break; }
     if (opt.count && ping + 1 >= opt.count) break;                // ours: disconnect after -C pings
   }
   if (disconnected) {
@@ -813,7 +869,7 @@ int ServeOne(const Options& opt, const Host& host, IND2Listener* listener) {
     }
   }
   // Ours (rdma_disconnect); after the peer's it completes at once.
-  h = Finish(c, s.ov(), c->Disconnect(s.ov()));
+  h = FinishWithin(c, s.ov(), c->Disconnect(s.ov()), step, "the disconnect (rdma_disconnect)");
   if (h != ND_SUCCESS && h != ND_CONNECTION_INVALID) {
     std::fprintf(stderr, "rdma_disconnect: %s\n", Hr(h).c_str());
     rc = 1;
@@ -951,6 +1007,7 @@ int main(int argc, char** argv) {
                              {"ip", required_argument, nullptr, kOptIp},
                              {"set", required_argument, nullptr, kOptSet},
                              {"capture", required_argument, nullptr, kOptCapture},
+                             {"timeout", required_argument, nullptr, kOptTimeout},
                              {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "a:I:Pp:C:S:t:scvVdqh", longopts, nullptr)) != -1) {
@@ -978,6 +1035,16 @@ int main(int argc, char** argv) {
       case kOptIp: opt.ips.push_back(optarg); break;
       case kOptSet: opt.sets.push_back(optarg); break;
       case kOptCapture: opt.capture = optarg; break;
+      case kOptTimeout: {
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(optarg, &end, 10);
+        if (!*optarg || *end || optarg[0] == '-' || v < 1 || v > 86400) {
+          std::fprintf(stderr, "rping: bad --timeout '%s' (1..86400 seconds)\n", optarg);
+          return 1;
+        }
+        opt.timeout_s = static_cast<uint32_t>(v);
+        break;
+      }
       default: Usage(argv[0]); return 1;
     }
   }

@@ -239,6 +239,12 @@ inline bool ArgIs(const char* a, const char* s, const char* alt = nullptr) {
   return strcmp(a, s) == 0 || (alt && strcmp(a, alt) == 0);
 }
 
+// --timeout: the whole run's limit; the message of its alarm names what the program was waiting
+// for then (set by each of Endpoint's waits; a string literal, read by the signal handler).
+inline uint32_t g_timeout_s = 0;
+inline std::atomic<const char*> g_waiting_for{"the start-up"};
+inline void WaitingFor(const char* what) { g_waiting_for.store(what, std::memory_order_relaxed); }
+
 inline void OnAlarm(int);
 
 inline Options ParseArgs(const ProgramInfo& p, int argc, char** argv) {
@@ -318,15 +324,36 @@ inline Options ParseArgs(const ProgramInfo& p, int argc, char** argv) {
   if (o.nsge == 0) UsageError(p, "Invalid or missing SGE length.");
   if (o.min_size > o.max_size) UsageError(p, "--min-size is above --max-size.");
   if (o.timeout_s) {
+    g_timeout_s = o.timeout_s;
     signal(SIGALRM, OnAlarm);
     alarm(o.timeout_s);
   }
   return o;
 }
 
+// "<prog>: timed out after N s (--timeout) waiting for <what>", exit 1 (async-signal-safe: no
+// stdio, no allocation).
 inline void OnAlarm(int) {
-  static const char msg[] = ": timed out (--timeout)\n";
-  if (write(2, g_prog, strlen(g_prog)) < 0 || write(2, msg, sizeof msg - 1) < 0) {
+  char line[256];
+  size_t n = 0;
+  auto put = [&](const char* s) {
+    while (*s && n < sizeof line - 1) line[n++] = *s++;
+  };
+  char digits[12];
+  size_t d = sizeof digits;
+  digits[--d] = 0;
+  uint32_t v = g_timeout_s;
+  do {
+    digits[--d] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v && d > 0);
+  put(g_prog);
+  put(": timed out after ");
+  put(digits + d);
+  put(" s (--timeout) waiting for ");
+  put(g_waiting_for.load(std::memory_order_relaxed));
+  line[n++] = '\n';
+  if (write(2, line, n) < 0) {
   }
   _exit(1);
 }
@@ -488,6 +515,7 @@ class Endpoint {
     if (!mr_)
       ND_CHECK(adapter_->CreateMemoryRegion(IID_IND2MemoryRegion, file_, reinterpret_cast<void**>(&mr_)),
                "IND2Adapter::CreateMemoryRegion");
+    WaitingFor("the memory registration");
     ND_CHECK(Wait(mr_, mr_->Register(buf, len, flags, &ov_)), "IND2MemoryRegion::Register");
     registered_ = true;
   }
@@ -501,20 +529,24 @@ class Endpoint {
     ND_CHECK(listener_->Listen(0), "IND2Listener::Listen");
   }
   void GetConnectionRequest() {
+    WaitingFor("a client to connect (GetConnectionRequest)");
     ND_CHECK(Wait(listener_, listener_->GetConnectionRequest(conn_, &ov_)),
              "IND2Listener::GetConnectionRequest");
   }
   void Accept(ULONG in_rl, ULONG out_rl, const void* pd = nullptr, ULONG pd_len = 0) {
+    WaitingFor("the client's answer to our accept (Accept)");
     ND_CHECK(Wait(conn_, conn_->Accept(qp_, in_rl, out_rl, pd, pd_len, &ov_)), "IND2Connector::Accept");
   }
   // Client: Bind to the local address, Connect (waits for the peer's answer).
   void Connect(const sockaddr_in& local, const sockaddr_in& remote, ULONG in_rl, ULONG out_rl) {
     ND_CHECK(conn_->Bind(reinterpret_cast<const sockaddr*>(&local), sizeof local), "IND2Connector::Bind");
+    WaitingFor("the server's answer to our connection request (Connect)");
     ND_CHECK(Wait(conn_, conn_->Connect(qp_, reinterpret_cast<const sockaddr*>(&remote), sizeof remote,
                                         in_rl, out_rl, nullptr, 0, &ov_)),
              "IND2Connector::Connect");
   }
   void CompleteConnect() {
+    WaitingFor("CompleteConnect");
     ND_CHECK(Wait(conn_, conn_->CompleteConnect(&ov_)), "IND2Connector::CompleteConnect");
   }
   IND2Connector* connector() { return conn_; }
@@ -525,6 +557,7 @@ class Endpoint {
              "IND2Adapter::CreateMemoryWindow");
     void* const ctx = &mw_;
     ND_CHECK(qp_->Bind(ctx, mr_, mw_, buf, len, flags), "IND2QueuePair::Bind");
+    WaitingFor("the memory window Bind's completion");
     ND2_RESULT r;
     WaitForCompletion(&r);
     if (r.Status != ND_SUCCESS) FailHr(__LINE__, r.Status, "the memory window Bind");
@@ -546,7 +579,10 @@ class Endpoint {
   }
 
   // One completion if there is one (a poll drives an inline-progress adapter).
-  bool Poll(ND2_RESULT* r) { return cq_->GetResults(r, 1) == 1; }
+  bool Poll(ND2_RESULT* r) {
+    WaitingFor("a completion (the peer's data or its acknowledgement)");
+    return cq_->GetResults(r, 1) == 1;
+  }
   // The blocking mode's wait: Notify(ANY) and wait on the overlapped.
   void WaitForNotify() {
     ND_CHECK(Wait(cq_, cq_->Notify(ND_CQ_NOTIFY_ANY, &ov_)), "IND2CompletionQueue::Notify");
@@ -561,7 +597,11 @@ class Endpoint {
   // The next completion, which must be a success with this context.
   void WaitForSuccess(void* ctx, const char* what) {
     ND2_RESULT r;
-    WaitForCompletion(&r);
+    for (;;) {  // as WaitForCompletion, naming `what` for --timeout
+      WaitingFor(what);
+      if (cq_->GetResults(&r, 1) == 1) break;
+      if (blocking_) WaitForNotify();
+    }
     if (r.Status != ND_SUCCESS) FailHr(__LINE__, r.Status, what);
     if (r.RequestContext != ctx) ND_FAIL("%s: unexpected completion (context %p)", what, r.RequestContext);
   }
@@ -570,6 +610,7 @@ class Endpoint {
   // Disconnect (waited for), window released, memory deregistered (waited for).
   void Shutdown() {
     if (conn_) {
+      WaitingFor("the disconnect (Disconnect)");
       const HRESULT hr = Wait(conn_, conn_->Disconnect(&ov_));
       if (FAILED(hr)) FailHr(__LINE__, hr, "IND2Connector::Disconnect");
     }
@@ -579,6 +620,7 @@ class Endpoint {
     }
     if (mr_ && registered_) {
       registered_ = false;
+      WaitingFor("the memory deregistration");
       ND_CHECK(Wait(mr_, mr_->Deregister(&ov_)), "IND2MemoryRegion::Deregister");
     }
   }

@@ -234,11 +234,40 @@ struct Dest {
 };
 
 // ---- ND2 plumbing --------------------------------------------------------------------------------
+// How long a wait may last: `secs` from when it was made (the --timeout, 60 s by default), or
+// forever (a server's wait for its first client when --timeout was not given, as perftest's).
+struct Limit {
+  Clock::time_point at = Clock::time_point::max();
+  uint32_t secs = 0;
+  static Limit In(uint32_t s) { return Limit{Clock::now() + std::chrono::seconds(s), s}; }
+  static Limit Forever() { return Limit{}; }
+  bool forever() const { return at == Clock::time_point::max(); }
+  bool Passed() const { return !forever() && Clock::now() > at; }
+};
+
+// A wait that ran past its limit: one line naming what it waited for, exit 1.
+[[noreturn]] void TimedOut(const Limit& l, const char* what) { Die("timed out after %u s waiting for %s", l.secs, what); }
+
 // An overlapped request's final status (waited for when it pended; the wait drives an
 // inline-progress adapter).
 HRESULT Finish(IND2Overlapped* o, OVERLAPPED* ov, HRESULT hr) {
   if (hr == ND_PENDING) hr = o->GetOverlappedResult(ov, TRUE);
   return hr;
+}
+
+// The same within `limit` (dies past it, naming `what`): the request's event waited on in
+// slices, its status read without waiting (GetOverlappedResult(FALSE): ND_PENDING until done).
+HRESULT FinishWithin(IND2Overlapped* o, OVERLAPPED* ov, HRESULT hr, const Limit& limit, const char* what) {
+  if (hr != ND_PENDING) return hr;
+  if (limit.forever()) return o->GetOverlappedResult(ov, TRUE);
+  for (;;) {
+    hr = o->GetOverlappedResult(ov, FALSE);
+    if (hr != ND_PENDING) return hr;
+    const auto now = Clock::now();
+    if (now > limit.at) TimedOut(limit, what);
+    const long long left = std::chrono::duration_cast<std::chrono::milliseconds>(limit.at - now).count();
+    WaitForSingleObject(ov->hEvent, static_cast<DWORD>(std::clamp<long long>(left + 1, 1, 200)));
+  }
 }
 
 struct Ov {
@@ -277,6 +306,16 @@ struct Adapter {
     diag = nullptr;
     file = nullptr;
     adapter = nullptr;
+  }
+  // The frames our port has received so far (our extension's QueryPort); false without it.
+  bool RxFrames(uint64_t* n) const {
+    if (!diag) return false;
+    ND2_PORT_DIAGNOSTICS d{};
+    d.InfoVersion = ND2_DIAGNOSTICS_VERSION_1;
+    ULONG cb = sizeof d;
+    if (diag->QueryPort(&d, &cb) != ND_SUCCESS) return false;
+    *n = d.RxPackets;
+    return true;
   }
   uint32_t LocalQpn(IND2Connector* c) const {
     if (!diag || !c) return 0;
@@ -346,14 +385,21 @@ class Cq {
   // Results now (a poll: it drives an inline-progress adapter).
   ULONG Poll(ND2_RESULT* r, ULONG n) { return cq_->GetResults(r, n); }
   // At least one result: polled for `spin`, then waited for through a notification (the wait
-  // drives the adapter and naps when nothing moves). Dies at the deadline, naming `what`.
-  ULONG Wait(ND2_RESULT* r, ULONG n, Clock::time_point deadline, const char* what,
+  // drives the adapter and naps when nothing moves). Dies past the limit, naming `what`.
+  ULONG Wait(ND2_RESULT* r, ULONG n, const Limit& limit, const char* what,
              std::chrono::microseconds spin = std::chrono::milliseconds(20)) {
+    const ULONG got = WaitUntil(r, n, limit.at, spin);
+    if (!got) TimedOut(limit, what);
+    return got;
+  }
+  // The same, but 0 once `deadline` has passed with no result.
+  ULONG WaitUntil(ND2_RESULT* r, ULONG n, Clock::time_point deadline,
+                  std::chrono::microseconds spin = std::chrono::milliseconds(20)) {
     const auto spin_end = Clock::now() + spin;
     for (;;) {
       if (const ULONG got = cq_->GetResults(r, n)) return got;
       const auto now = Clock::now();
-      if (now > deadline) Die("timed out waiting for %s", what);
+      if (now > deadline) return 0;
       if (now < spin_end) continue;
       if (!armed_) {
         const HRESULT h = cq_->Notify(ND_CQ_NOTIFY_ANY, &note_.ov);
@@ -404,36 +450,49 @@ class Connection {
     }
     cq_.Close();
   }
-  // Client: Connect and CompleteConnect. ND_CONNECTION_REFUSED (nobody listens yet) is
-  // returned, anything else that fails dies.
-  HRESULT Connect(const Addr& server, ULONG in_rl, ULONG out_rl) {
+  // Client: Connect within `limit`, then CompleteConnect within as many seconds (`name`:
+  // "connection A").
+  // ND_CONNECTION_REFUSED (nobody listens yet) is returned, anything else that fails dies.
+  HRESULT Connect(const Addr& server, ULONG in_rl, ULONG out_rl, const Limit& limit, const char* name) {
     Addr local = a_.local;
     local.set_port(0);
     Check(conn_->Bind(local.sa(), local.len), "IND2Connector::Bind");
-    const HRESULT h = Finish(conn_, &ov_.ov, conn_->Connect(qp_, server.sa(), server.len, in_rl, out_rl, nullptr, 0, &ov_.ov));
+    std::string what = std::string("the server's answer to our connection request (") + name + ")";
+    const HRESULT h = FinishWithin(conn_, &ov_.ov,
+                                   conn_->Connect(qp_, server.sa(), server.len, in_rl, out_rl, nullptr, 0, &ov_.ov),
+                                   limit, what.c_str());
     if (h == ND_CONNECTION_REFUSED) return h;
     Check(h, "IND2Connector::Connect");
-    Check(Finish(conn_, &ov_.ov, conn_->CompleteConnect(&ov_.ov)), "IND2Connector::CompleteConnect");
+    what = std::string("CompleteConnect (") + name + ")";
+    Check(FinishWithin(conn_, &ov_.ov, conn_->CompleteConnect(&ov_.ov), Limit::In(limit.secs), what.c_str()),
+          "IND2Connector::CompleteConnect");
     connected_ = true;
     return ND_SUCCESS;
   }
-  // Server: the next connection request of `l`, accepted (with the read limits the peer asked
-  // for, capped at `max_rl`).
-  void Accept(IND2Listener* l, ULONG max_rl) {
-    Check(Finish(l, &ov_.ov, l->GetConnectionRequest(conn_, &ov_.ov)), "IND2Listener::GetConnectionRequest");
+  // Server: the next connection request of `l` (waited for within `request`), accepted within
+  // `secs` (the client's RTU) with the read limits the peer asked for, capped at `max_rl`.
+  void Accept(IND2Listener* l, ULONG max_rl, const Limit& request, uint32_t secs, const char* name) {
+    std::string what = std::string("a client to connect (") + name + ")";
+    Check(FinishWithin(l, &ov_.ov, l->GetConnectionRequest(conn_, &ov_.ov), request, what.c_str()),
+          "IND2Listener::GetConnectionRequest");
     ULONG in = 0, out = 0;
     Check(conn_->GetReadLimits(&in, &out), "IND2Connector::GetReadLimits");
     in = std::min(in, max_rl);
     out = std::min(out, max_rl);
-    Check(Finish(conn_, &ov_.ov, conn_->Accept(qp_, in, out, nullptr, 0, &ov_.ov)), "IND2Connector::Accept");
+    what = std::string("the client's answer to our accept (") + name + ")";
+    Check(FinishWithin(conn_, &ov_.ov, conn_->Accept(qp_, in, out, nullptr, 0, &ov_.ov), Limit::In(secs),
+                       what.c_str()),
+          "IND2Connector::Accept");
     connected_ = true;
   }
   // The read limits in force (after Connect / Accept): what we serve, what we may issue.
   void ReadLimits(ULONG* in, ULONG* out) { Check(conn_->GetReadLimits(in, out), "IND2Connector::GetReadLimits"); }
-  void Disconnect() {
+  // Disconnect, waited for within `limit` (the peer's DREP, or its DREQ crossing ours).
+  void Disconnect(const Limit& limit, const char* name) {
     if (!connected_) return;
     connected_ = false;
-    const HRESULT h = Finish(conn_, &ov_.ov, conn_->Disconnect(&ov_.ov));
+    const std::string what = std::string("the disconnect of ") + name;
+    const HRESULT h = FinishWithin(conn_, &ov_.ov, conn_->Disconnect(&ov_.ov), limit, what.c_str());
     if (FAILED(h) && h != ND_CONNECTION_INVALID) Check(h, "IND2Connector::Disconnect");
   }
   IND2QueuePair* qp() const { return qp_; }
@@ -481,7 +540,9 @@ class Comm {
     return Dest::Decode(in);
   }
   // The server's handshake after the client's test: it comes when the client is done, however
-  // long that takes (perftest's server waits as long), or never if the connection goes.
+  // long that takes (perftest's server waits as long) while the client's test traffic reaches
+  // our port; the timeout without a frame from it ends the wait (a client that stopped, a link
+  // that drops everything), as does the connection going.
   Dest HandShakeAfterTest(const Dest& mine, const char* what) {
     patient_ = true;
     const Dest d = HandShake(mine, what);
@@ -528,10 +589,10 @@ class Comm {
   void Drain(bool wait, const char* what) {
     ND2_RESULT r[8];
     char msg[160];
-    snprintf(msg, sizeof msg, "the peer's %s on connection A", what);
-    const auto deadline = patient_ ? Clock::time_point::max() : Clock::now() + std::chrono::seconds(timeout_s_);
-    const ULONG n = wait ? conn_.cq().Wait(r, 8, deadline, msg)
-                         : conn_.cq().Poll(r, 8);
+    snprintf(msg, sizeof msg, "%s%s on connection A", strncmp(what, "the ", 4) == 0 ? "" : "the peer's ", what);
+    const ULONG n = !wait ? conn_.cq().Poll(r, 8)
+                    : patient_ ? PatientWait(r, 8, msg)
+                               : conn_.cq().Wait(r, 8, Limit::In(timeout_s_), msg);
     for (ULONG i = 0; i < n; i++) {
       if (r[i].Status == ND_CANCELED) {  // flushed: the connection is going (the peer is done)
         down_ = true;
@@ -544,6 +605,21 @@ class Comm {
         arrived_.push_back({static_cast<ULONG>(reinterpret_cast<uintptr_t>(r[i].RequestContext) - 1),
                             static_cast<size_t>(r[i].BytesTransferred)});
       }
+    }
+  }
+  // The patient wait: results, for as long as our port keeps receiving frames (the client's
+  // test: its Writes, Reads, Sends and ACKs); `timeout_s_` without one (or, without our port
+  // counters, `timeout_s_` at all) dies naming `what`.
+  ULONG PatientWait(ND2_RESULT* r, ULONG cap, const char* what) {
+    uint64_t frames = 0;
+    const bool counted = a_.RxFrames(&frames);
+    for (;;) {
+      const Limit l = Limit::In(timeout_s_);
+      if (const ULONG n = conn_.cq().WaitUntil(r, cap, l.at)) return n;
+      uint64_t now = 0;
+      if (!counted || !a_.RxFrames(&now) || now == frames)
+        Die("timed out after %u s waiting for %s: no frame from the peer in %u s", timeout_s_, what, timeout_s_);
+      frames = now;
     }
   }
   size_t Take(void* out, size_t cap) {
@@ -662,7 +738,9 @@ class Side {
       p_.Out("\n************************************\n* Waiting for client to connect... *\n"
              "************************************\n");
       if (listening) listening->store(true);
-      comm_->conn().Accept(listener, 0);
+      // The first client: waited for as long as it takes, unless --timeout was given.
+      comm_->conn().Accept(listener, 0, o_.timeout_s ? Limit::In(o_.timeout_s) : Limit::Forever(), TimeoutS(),
+                           "connection A");
     } else {
       ConnectComm(peer_or_bind);
     }
@@ -690,7 +768,7 @@ class Side {
     OpenData();
     const ULONG max_rl = o_.verb() == Verb::kRead ? OutReads() : 0;
     if (!client_) {
-      data_->Accept(listener, max_rl);
+      data_->Accept(listener, max_rl, Limit::In(TimeoutS()), TimeoutS(), "connection B");
     } else {
       ConnectData(peer_or_bind, max_rl);
     }
@@ -717,8 +795,8 @@ class Side {
     else RunLat(me);
 
     // Both connections go (B first); the peer may have started: a crossed DREQ is fine.
-    data_->Disconnect();
-    comm_->conn().Disconnect();
+    data_->Disconnect(Limit::In(TimeoutS()), "connection B");
+    comm_->conn().Disconnect(Limit::In(TimeoutS()), "connection A");
     data_.reset();
     comm_.reset();
     mem_.Close();
@@ -727,7 +805,7 @@ class Side {
 
  private:
   uint32_t TimeoutS() const { return o_.timeout_s ? o_.timeout_s : 60; }
-  Clock::time_point Deadline() const { return Clock::now() + std::chrono::seconds(TimeoutS()); }
+  Limit Deadline() const { return Limit::In(TimeoutS()); }
   int MtuEnum() const {
     const uint32_t m = o_.mtu ? o_.mtu : 1024;
     int e = 1;
@@ -781,10 +859,12 @@ class Side {
 
   // Client: connection A, retried while refused (the server may not listen yet).
   void ConnectComm(const Addr& server) {
-    const auto end = Clock::now() + std::chrono::seconds(TimeoutS());
+    const Limit limit = Limit::In(TimeoutS());
     for (;;) {
-      if (comm_->conn().Connect(server, 0, 0) == ND_SUCCESS) return;
-      if (Clock::now() > end) Die("connection A to %s port %u: refused (nobody listens?)", server.ip().c_str(), o_.port);
+      if (comm_->conn().Connect(server, 0, 0, limit, "connection A") == ND_SUCCESS) return;
+      if (limit.Passed())
+        Die("timed out after %u s waiting for a server on %s port %u (connection A refused: nobody listens?)",
+            limit.secs, server.ip().c_str(), o_.port);
       ndtool::SleepMs(200);
       comm_ = std::make_unique<Comm>(a_, client_, TimeoutS());  // a new connector and queue pair
       comm_->Open();
@@ -793,10 +873,12 @@ class Side {
   // Client: connection B, retried while refused (perftest's server listens for it only after
   // the handshake before it; perftest's client retries 10 times, 100 ms apart).
   void ConnectData(const Addr& server, ULONG rl) {
-    const auto end = Clock::now() + std::chrono::seconds(10);
+    const Limit limit = Limit::In(std::min<uint32_t>(10, TimeoutS()));
     for (;;) {
-      if (data_->Connect(server, rl, rl) == ND_SUCCESS) return;
-      if (Clock::now() > end) Die("connection B to %s port %u: refused", server.ip().c_str(), o_.port);
+      if (data_->Connect(server, rl, rl, limit, "connection B") == ND_SUCCESS) return;
+      if (limit.Passed())
+        Die("timed out after %u s waiting for the server to accept connection B on %s port %u (refused)", limit.secs,
+            server.ip().c_str(), o_.port);
       ndtool::SleepMs(100);
       data_.reset();
       mem_.Close();
@@ -941,7 +1023,8 @@ class Side {
         }
       }
       if (Clock::now() - last_progress > std::chrono::seconds(TimeoutS()))
-        Die("no completion on connection B for %u s (%" PRIu64 " of %" PRIu64 " done)", TimeoutS(), ndone, npost);
+        Die("timed out after %u s waiting for a completion on connection B (%" PRIu64 " of %" PRIu64 " done)",
+            TimeoutS(), ndone, npost);
     }
     return ComputeBw(o_, size, posted, completed);
   }
@@ -981,7 +1064,8 @@ class Side {
         }
       }
       if (Clock::now() - last_progress > std::chrono::seconds(TimeoutS()))
-        Die("no message on connection B for %u s (%" PRIu64 " of %" PRIu64 " arrived)", TimeoutS(), got, o_.iters);
+        Die("timed out after %u s waiting for a message on connection B (%" PRIu64 " of %" PRIu64 " arrived)",
+            TimeoutS(), got, o_.iters);
     }
     // The server sees arrivals only: each message's window starts at the previous arrival (the
     // first at the handshake).
@@ -1074,8 +1158,9 @@ class Side {
             CheckResult(r[k], "an RDMA Write");
             outstanding--;
           }
-          if (Clock::now() > deadline)
-            Die("write_lat: the peer's write %" PRIu64 " of size %" PRIu64 " did not arrive", rcnt, size);
+          if (deadline.Passed())
+            Die("write_lat: timed out after %u s waiting for the peer's write %" PRIu64 " of size %" PRIu64,
+                deadline.secs, rcnt, size);
         }
       }
       if (scnt < o_.iters) {
@@ -1107,13 +1192,18 @@ class Side {
     stamps.reserve(o_.iters);
     const ND2_SGE sge = mem_.Sge(0, size);
     const ULONG flags = InlineFlag(size);
-    uint64_t scnt = 0, rcnt = 0, sends_out = 0;
+    uint64_t scnt = 0, rcnt = 0, sends_out = 0, early = 0;
     ND2_RESULT r[8];
+    // Messages that arrived while we waited for a Send slot (counted, reposted).
     auto wait_recv = [&]() {
+      if (early) {
+        early--;
+        return;
+      }
       const auto deadline = Deadline();
       for (;;) {
         const ULONG n = o_.events ? data_->cq().Wait(r, 8, deadline, "a message on connection B") : data_->cq().Poll(r, 8);
-        bool got = false;
+        uint64_t got = 0;
         for (ULONG k = 0; k < n; k++) {
           CheckResult(r[k], "a request on connection B");
           if (r[k].RequestContext == &send_ctx_) {
@@ -1123,10 +1213,15 @@ class Side {
           if (r[k].BytesTransferred != size)
             Die("send_lat: a message of %u bytes arrived, expected %" PRIu64, static_cast<unsigned>(r[k].BytesTransferred), size);
           PostDataRecv(static_cast<ULONG>(reinterpret_cast<uintptr_t>(r[k].RequestContext) - 1));
-          got = true;
+          got++;
         }
-        if (got) return;
-        if (Clock::now() > deadline) Die("send_lat: message %" PRIu64 " of size %" PRIu64 " did not arrive", rcnt + 1, size);
+        if (got) {
+          early += got - 1;  // more than one in the batch: the next waits take them
+          return;
+        }
+        if (deadline.Passed())
+          Die("send_lat: timed out after %u s waiting for message %" PRIu64 " of size %" PRIu64, deadline.secs,
+              rcnt + 1, size);
       }
     };
     while (scnt < o_.iters || rcnt < o_.iters) {
@@ -1135,6 +1230,27 @@ class Side {
         rcnt++;
       }
       if (scnt < o_.iters) {
+        // The peer's answer can come before the ACK of our last Send (an ACK
+        // lost on a lossy link, retransmitted later): wait for a free slot of
+        // the send queue rather than overrun it.
+        const ULONG depth = TxDepth();
+        for (auto deadline = Deadline(); sends_out >= depth;) {
+          const ULONG n = data_->cq().Poll(r, 8);
+          for (ULONG k = 0; k < n; k++) {
+            CheckResult(r[k], "a request on connection B");
+            if (r[k].RequestContext == &send_ctx_) {
+              sends_out--;
+            } else {
+              if (r[k].BytesTransferred != size)
+                Die("send_lat: a message of %u bytes arrived, expected %" PRIu64,
+                    static_cast<unsigned>(r[k].BytesTransferred), size);
+              PostDataRecv(static_cast<ULONG>(reinterpret_cast<uintptr_t>(r[k].RequestContext) - 1));
+              early++;
+            }
+          }
+          if (!n && deadline.Passed())
+            Die("send_lat: timed out after %u s waiting for the completion of Send %" PRIu64, deadline.secs, scnt);
+        }
         stamps.push_back(NowUs());
         Check(data_->qp()->Send(&send_ctx_, &sge, 1, flags), "IND2QueuePair::Send");
         sends_out++;
@@ -1215,7 +1331,8 @@ void Usage(FILE* f) {
           "                           in-process net_ring pair (10.0.0.1 serves, 10.0.0.2 runs\n"
           "                           the test and prints); no peer, no root; --set keys\n"
           "                           apply to both (e.g. --set progress=thread)\n"
-          "      --timeout=<s>        give up waiting for the peer after <s> seconds (default 60)\n");
+          "      --timeout=<s>        give up on any wait for the peer after <s> seconds (default 60;\n"
+          "                           without it, a server waits for its first client forever)\n");
 }
 
 enum LongOpt : int {
@@ -1357,7 +1474,8 @@ Options ParseArgs(int argc, char** argv) {
     exit(2);
   }
   if (o.pair) o.port_options = false;  // its --set keys go to both of its adapters
-  if (o.port_options && o.adapter.ips.empty()) {
+  // A net_af_xdp adapter takes its interface's addresses (identity = kernel).
+  if (o.port_options && o.adapter.ips.empty() && o.adapter.profile.find("af_xdp") == std::string::npos) {
     fprintf(stderr, "nd-perf: the port options need --ip addr/len (the adapter's address)\n");
     exit(2);
   }

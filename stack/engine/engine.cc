@@ -996,11 +996,12 @@ absl::StatusOr<MacAddr> Engine::Resolve(const IpAddr& peer, uint64_t timeout_ns)
   for (;;) {
     {
       EngineLock l(&mu_);
-      const neighbor::LookupResult r = neighbors_->Lookup(peer, NowNs(), [this](ByteSpan f) { SendRaw(f); });
-      FlushTx();
+      const neighbor::LookupResult r = LookupNeighbor(peer);  // ours or the kernel's
       if (r.status == neighbor::ResolveStatus::kResolved) return r.mac;
       if (r.status == neighbor::ResolveStatus::kFailed)
-        return absl::NotFoundError(absl::StrCat("no ARP/NDP answer from ", peer.ToString()));
+        return absl::NotFoundError(absl::StrCat(port_->kernel_identity() ? "the kernel has no route or neighbour for "
+                                                                         : "no ARP/NDP answer from ",
+                                                peer.ToString()));
       if (r.status == neighbor::ResolveStatus::kNoResources)
         return absl::ResourceExhaustedError("neighbour table full");
     }

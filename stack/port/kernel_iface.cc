@@ -254,7 +254,9 @@ KernelIface::PeerRoute& KernelIface::RouteOf(const wire::IpAddr& peer, uint64_t 
   if (r.looked_up && now - r.looked_up < kRouteRefreshNs) return r;
   r.looked_up = now;
   InNetns in = EnterNetns();
-  auto route = netlink::GetRoute(peer, 0);
+  // A link-local peer is on this interface's link by definition (its scope).
+  const bool link_local = !peer.IsV4() && peer.b[0] == 0xfe && (peer.b[1] & 0xc0) == 0x80;
+  auto route = netlink::GetRoute(peer, link_local ? ifindex_ : 0);
   if (!route.ok()) {
     r.ok = false;
     r.why = std::string(route.status().message());

@@ -487,7 +487,8 @@ def parse_args(argv):
     ap.add_argument("--name", help="case name (captures and logs are named after it)")
     ap.add_argument("--vms", type=int, help="guests to boot (default: the highest vmN used, at least 1)")
     ap.add_argument("--mtu", type=int, default=1500, help="bridge/guest netdev MTU (4200: rxe active MTU 4096)")
-    ap.add_argument("--attach", choices=["none", "tap", "af_packet"], default="none")
+    ap.add_argument("--attach", choices=["none", "tap", "af_packet", "af_xdp"], default="none",
+                    help="af_xdp: a veth carrying the kernel's --host-ip (and --host-ip6), our adapter beside it")
     ap.add_argument("--iface", help="host interface: default dtap0 (tap) / dpdk0 (af_packet)")
     ap.add_argument("--host-ip", default=f"{NET}.10", help="the RoCE address of our stack")
     ap.add_argument("--ipv6", action="store_true",
@@ -564,6 +565,10 @@ def run_case(a, report):
     build = os.path.abspath(a.build_dir)
     fmt = {"build": build, "source": SOURCE_DIR,
            # the guest does not see every host path (its /tmp is its own): free
+           # kernel traffic beside RoCE (af_xdp cases): `{kernel_traffic} sink` in
+           # a guest, `{kernel_traffic} around --peer IP -- CMD` on the host
+           "kernel_traffic": "/usr/bin/python3 -c " + shlex.quote(
+               open(os.path.join(SOURCE_DIR, "tests", "interop", "kernel_traffic.py")).read()),
            # guest commands get our pyverbs peer inline, `{rdma_peer} ARGS`
            "rdma_peer": "/usr/bin/python3 -c " + shlex.quote(
                open(os.path.join(SOURCE_DIR, "tests", "interop", "rdma_peer.py")).read()),
@@ -594,7 +599,7 @@ def run_case(a, report):
             raise Failure(f"{path} is not built: the case needs it (ninja -C {a.build_dir})")
     if uses_host and a.attach == "none" and pingpong:
         raise Failure("our stack needs --attach tap|af_packet")
-    iface = a.iface or {"tap": "dtap0", "af_packet": "dpdk0"}.get(a.attach, "")
+    iface = a.iface or {"tap": "dtap0", "af_packet": "dpdk0", "af_xdp": "dpdk0"}.get(a.attach, "")
     vms_used = [endpoint_vm(e) for e in (a.server, a.client)] + \
                [endpoint_vm(g.split(":", 1)[0]) for g in a.guest_cmd + a.guest_bg]
     nvms = a.vms or max([v for v in vms_used if v] + [1])
@@ -623,9 +628,27 @@ def run_case(a, report):
             log(f"vm{n}: IPv6 link-local RoCE v2 GID [{v['gid_index']}] {v['gid']}")
     report["vms"] = vms
 
-    if a.attach == "af_packet":
+    if a.attach in ("af_packet", "af_xdp"):
         peer("veth", iface)
         log(f"veth {iface} (netns {peer.ns}) <-> {iface}-br on {BRIDGE}")
+    if a.attach == "af_xdp":
+        # The kernel owns the addresses (ARP, ND, TCP, ICMP); our adapter
+        # takes them as its GIDs and gets only RoCEv2 through its XDP program.
+        # The bridge carries the netns's own 198.18.0.1/24: the guests' host
+        # routes go through the veth (the kernel then names it as theirs, as
+        # rdma-core resolves a RoCE path), and each interface answers ARP for
+        # its own addresses only (else the bridge answers for .10 too).
+        cmds = ["sysctl -qw net.ipv4.conf.all.arp_ignore=1", "sysctl -qw net.ipv4.conf.all.arp_announce=2",
+                f"ip addr add {a.host_ip}/24 dev {iface}"]
+        cmds += [f"ip route replace {v['ip']}/32 dev {iface} src {a.host_ip}" for v in vms.values()]
+        if a.ipv6:
+            cmds = [f"sysctl -qw net.ipv6.conf.{iface}.disable_ipv6=0",
+                    f"ip addr add {a.host_ip6}/64 dev {iface} nodad"] + cmds
+        for c in cmds:
+            r = subprocess.run(["ip", "netns", "exec", peer.ns] + c.split(), capture_output=True, text=True)
+            if r.returncode != 0:
+                raise Failure(f"{c}: {r.stderr.strip()}")
+        log(f"{iface}: kernel addresses {a.host_ip}/24" + (f", {a.host_ip6}/64" if a.ipv6 else ""))
 
     env = dict(os.environ, RXE_PEER=RXE_PEER, RXE_PEER_NS=peer.ns, RXE_BRIDGE=BRIDGE,
                RXE_BRIDGE_IP=f"{NET}.1", RXE_HOST_IP=a.host_ip, RXE_HOST_IFACE=iface,
@@ -707,7 +730,7 @@ def host_cmd_line(a, fmt, iface, server_ip):
     return " ".join(RC_PINGPONG_CMD.format(
         **fmt, iface=iface, host_ip=a.host_ip6 if a.ipv6 else a.host_ip, host_prefix=64 if a.ipv6 else 24,
         mtu=a.mtu,
-        profile={"tap": "net_tap", "af_packet": "net_af_packet"}[a.attach],
+        profile={"tap": "net_tap", "af_packet": "net_af_packet", "af_xdp": "net_af_xdp"}[a.attach],
         faults=FAULTS_FMT.format(p=a.loss) if a.loss else "", gid_index=HOST_GID_INDEX,
         size=a.size, iters=a.iters, mtu_opt=f"-m {a.path_mtu}" if a.path_mtu else "",
         server=server_ip or "").split())
@@ -790,7 +813,8 @@ def host_counter(out, name):
 
 def run_pingpong(a, peer, vms, env, fmt, iface, base, timeout, report):
     problems = []
-    server_ip = f"{NET}.1" if a.server == "host" else vms[endpoint_vm(a.server)]["ip"]
+    host_addr = a.host_ip if a.attach == "af_xdp" else f"{NET}.1"  # af_xdp: the kernel owns our address
+    server_ip = host_addr if a.server == "host" else vms[endpoint_vm(a.server)]["ip"]
     deadline = time.time() + timeout
     server = Side("server", a.server, a, peer, vms, env, fmt, iface, base, timeout, None)
     if not server.listening():

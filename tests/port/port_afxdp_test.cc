@@ -2,7 +2,8 @@
 // network namespaces the test creates (and deletes): the identity taken from
 // the interface (addresses, MAC, MTU; addresses followed while running), the
 // XDP program's life (attached with our addresses, removed at close, another
-// program's refused and left alone, one adapter per interface), the clear
+// program's refused and left alone, one adapter per interface), a peer
+// behind a router resolved through the kernel's route and table, the clear
 // errors at open (no interface, down, address not on it, MTU above it — for
 // af_packet too), RoCEv2 to the port while the kernel keeps everything else.
 // Root only: skipped otherwise, which CI=true counts as a failure.
@@ -211,6 +212,17 @@ TEST(AfXdp, TakesTheInterfacesIdentityAndFollowsItsAddresses) {
   }
   EXPECT_EQ(far.status, KernelNeighbor::kFailed);
   EXPECT_FALSE(far.why.empty());
+
+  // A peer behind a router: the next hop from the kernel's route, its MAC
+  // from the kernel's table (the router here is b).
+  v.a.Exec("ip route add 10.99.0.0/24 via 10.61.0.2");
+  KernelNeighbor routed;
+  {
+    Netns::Enter in(v.a);
+    routed = k.Resolve(wire::IpAddr::FromV4(0x0a630005), 5'000'000'000);  // 10.99.0.5
+  }
+  ASSERT_EQ(routed.status, KernelNeighbor::kResolved) << routed.why;
+  EXPECT_EQ(routed.mac, n.mac) << "the router's MAC";
 
   port->reset();
   EXPECT_EQ(v.XdpOn(), "") << "our program is removed when the port closes";

@@ -176,13 +176,20 @@ absl::StatusOr<std::unique_ptr<KernelIface>> KernelIface::Open(PortProfile* p) {
   return k;
 }
 
-KernelIface::~KernelIface() {
+// The watcher's thread calls OnChange, which reads watcher_: stop the thread
+// while watcher_ is still set (unique_ptr::reset clears it before deleting).
+void KernelIface::StopWatcher() {
+  if (watcher_) watcher_->Stop();
   watcher_.reset();
+}
+
+KernelIface::~KernelIface() {
+  StopWatcher();
   if (netns_fd_ >= 0) close(netns_fd_);
 }
 
 void KernelIface::Closed() {
-  watcher_.reset();
+  StopWatcher();
   InNetns in = EnterNetns();
   if (filter_) {
     if (absl::Status s = filter_->Detach(); !s.ok())

@@ -119,6 +119,7 @@ class KernelIface {
  private:
   KernelIface() = default;
   void OnChange(bool force);
+  void StopWatcher();
   struct PeerRoute {
     wire::IpAddr next_hop;
     std::optional<wire::IpAddr> src;

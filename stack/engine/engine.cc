@@ -93,6 +93,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   nc.mac = port->mac();
   for (const port::IpPrefix& a : port->Addrs()) nc.addrs.push_back(a.addr);
   if (nc.addrs.empty()) return absl::FailedPreconditionError("the port profile has no IP address");
+  if (port->kernel_identity()) e->kernel_ = port->kernel();
   e->addr_generation_ = port->AddrGeneration();
   nc.retry_interval_ns = opts.arp_retry_ns;
   nc.max_retries = opts.arp_retries;
@@ -782,7 +783,8 @@ size_t Engine::Poll() {
   }
   auto tx = [this](ByteSpan f) { SendRaw(f); };
   if (neighbors_->NextDeadline() <= now) neighbors_->Poll(now, tx);
-  if (const uint64_t g = port_->AddrGeneration(); g != addr_generation_) [[unlikely]] {
+  if (kernel_ && kernel_->generation() != addr_generation_) [[unlikely]] {
+    const uint64_t g = kernel_->generation();
     // The interface's addresses changed (identity = kernel): the CM answers
     // for the new set; connections on a removed address keep their headers.
     addr_generation_ = g;

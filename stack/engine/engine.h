@@ -360,6 +360,7 @@ class Engine : public rc::PacketSink {
   static constexpr uint16_t kMaxRxQueues = 16;
   uint16_t rx_queue_count_ = 1;
   uint64_t addr_generation_ = 0;                 // Port::AddrGeneration the CM has
+  port::KernelIface* kernel_ = nullptr;          // identity = kernel: its addresses change
   absl::flat_hash_set<std::string> kernel_route_logged_;  // peers whose "cannot reach" was logged
   std::atomic<uint64_t> naps_{0}, rx_wakes_{0};
   std::atomic<uint64_t> idle_yields_{0};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What engine_bench and nd2_bench share: the two native stacks over a ring
 // pair as engine_bench opens them, the native engine's 8 B / 64 KB Write and
 // 8 B Send ping-pong loops, and the baselines every figure is a ratio to (raw

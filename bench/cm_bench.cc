@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Connections per second through the connection manager, between two full
 // stacks (DPDK port + engine + RC + CM) over an in-process net_ring pair,
 // polled inline by one thread — beside the 8 B Send round trip between the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Two full stacks (DPDK port + engine + RC) over an in-process net_ring pair,
 // polled inline by one thread: 8 B RDMA Write messages/s, 64 KB Write GB/s
 // and the 8 B Send ping-pong round trip — each beside a baseline measured in

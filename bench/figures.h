@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ratio counters for the bench programs: a benchmark measures its own loop
 // (Measured: wall seconds and items done in them) and records the rate under
 // a name; a later benchmark in the same run divides its rate by the median

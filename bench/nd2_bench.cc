@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Through the ND2 API, as users will: two adapters of this process over an
 // in-process net_ring pair (the ND2_CONFIG this program writes), one connected
 // queue pair each — 8 B RDMA Write messages/s and 64 KB Write GB/s (Write +

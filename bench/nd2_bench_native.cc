@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd2_bench's baselines and native figures (this file sees the stack's
 // headers; nd2_bench.cc only the public ND2 ones): raw ring-pair packet rate
 // in one thread and across two, one-core memcpy, raw ISA-L CRC-32 beside the

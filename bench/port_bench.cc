@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Raw packet rate of the in-process net_ring pair at burst 32 for 64 B and
 // 1 KB frames: the baseline the engine benchmark will be compared against.
 //   Raw:  rte_pktmbuf_alloc_bulk -> header write -> rte_eth_tx_burst (A) ->

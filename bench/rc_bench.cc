@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The RC protocol core alone: two devices joined back-to-back in one thread
 // (every packet is serialized to bytes with its ICRC, parsed and checked, and
 // placed), no impairment. RDMA Writes of 8 B and 64 KB: messages/s and

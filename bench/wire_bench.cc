@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wire/ costs: the ICRC of 64 B / 1 KB / 4 KB packets beside a raw ISA-L
 // CRC-32 of the same bytes (the baseline: the ratio is the figure), and parse+
 // validate / build ns per packet.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rc-pingpong: RC Send/Receive ping-pong on this stack, wire- and protocol-
 // compatible with rdma-core's ibv_rc_pingpong (its TCP exchange of
 // LID:QPN:PSN:GID on port 18515, the same QP attributes and message loop,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rc-rdma: RDMA Write and RDMA Read between this stack and a verbs peer, both
 // directions, plus a remote access violation — the interop check for the
 // one-sided operations that ibv_rc_pingpong (Send only) never exercises.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rnic-demo: two software RNICs on virtual devices (an in-process DPDK
 // net_ring pair), talking RoCEv2: ARP, then Send, RDMA Write, RDMA Read and
 // Send-with-Invalidate with byte checks, then the same traffic with loss

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // roce-pcap: check and write RoCEv2 captures.
 //
 //   roce-pcap check [--no-ip-checksum] FILE...

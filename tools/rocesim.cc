@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rocesim: the RC protocol core over a simulated lossy link, checked by a
 // reference model (tools/lib/rc_workload.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rping as an ND2 program: librdmacm's rping (RDMA CM connection and RDMA
 // ping-pong test) with its options and its protocol, written against the
 // public NetworkDirect 2 headers (<ndspi.h>, <ndsupport.h>) and libnd2 only,

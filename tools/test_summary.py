@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Counts the meson test programs of one or more builds: `tools/run test`'s
 summary. Reads BUILD/meson-logs/testlog.json of each build and prints one line
 per test program that did not simply pass (and why), then, last,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The nd-perf plots of README "Tools": the same sweep (-a: 2 B .. 8 MiB) between two stacks in
 # one process over the in-process net_ring pair (--pair) and between two processes over memif
 # (drivers-cfg/memif_server.ini / memif_client.ini, no hugepages), for write_bw (bandwidth) and

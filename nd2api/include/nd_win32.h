@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd_win32.h: the part of Win32 and COM that the NetworkDirect 2 contract is built on, for
 // Linux (x86-64 and other LP64 targets). ndstatus.h, nddef.h, ndspi.h and ndsupport.h include
 // it; an ND2 program written for Windows compiles against it unchanged.

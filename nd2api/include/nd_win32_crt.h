@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd_win32_crt.h: the part of Microsoft's C runtime (MSVC's CRT) that Windows console programs
 // rely on and glibc does differently or lacks. Included by windows.h (so by every Win32
 // console header here); not by the ND headers, so a program that includes only <ndspi.h> /

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nddef.h: NetworkDirect 2 constants and structures.
 //
 // Values, field order and types: /work/shared/nd2-reference.md ("Flags", "Structures"), which

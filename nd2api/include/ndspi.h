@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ndspi.h: the NetworkDirect 2 service provider interfaces.
 //
 // Each interface is an abstract struct of pure virtual methods deriving IUnknown (directly or

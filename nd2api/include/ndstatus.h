@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ndstatus.h: NetworkDirect status codes.
 //
 // Every ND_* code is an HRESULT whose value is the NTSTATUS of the same meaning (the ND status

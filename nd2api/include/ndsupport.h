@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ndsupport.h: the NetworkDirect helper functions applications call to find and open adapters.
 //
 // Signatures: Microsoft's ndsupport.h (microsoft/NetworkDirect, the SIZE_T form of

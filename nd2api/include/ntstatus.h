@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ntstatus.h: 114 NTSTATUS values by their Windows names (STATUS_*), those ND programs and
 // providers meet: waits, the ND2 status codes' NTSTATUS names, memory and exception codes, the
 // network and connection codes. Values are Windows' (ntstatus.h of the Windows SDK).

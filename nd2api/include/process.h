@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // process.h: MSVC's thread and process functions, _beginthreadex, _endthreadex and _getpid,
 // which windows.h declares (libnd2 implements them on CreateThread / ExitThread / getpid).
 // Includes windows.h, so it brings the whole console layer, as tchar.h does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tchar.h: MSVC's generic-text mappings. With _UNICODE (or UNICODE) defined, _TCHAR / TCHAR is
 // wchar_t, _T("x") is L"x", and each _t name is the wide function; otherwise char, "x" and the
 // narrow one. Includes windows.h, so a program that includes only <tchar.h> (as Microsoft's ND

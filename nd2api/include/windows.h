@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // windows.h: the Windows console layer of libnd2, for ND programs written for Windows (such as
 // Microsoft's ND2 samples and tests) to compile unchanged on Linux. Every other Win32 console
 // header here (tchar.h, winsock2.h, ws2tcpip.h, process.h) includes this one, so whichever a

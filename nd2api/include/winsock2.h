@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // winsock2.h: the part of Winsock 2 that ND programs use, over the POSIX sockets API that
 // nd_win32.h already maps SOCKADDR & co. onto. Includes windows.h (and windows.h this file).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ws2tcpip.h: Winsock 2's TCP/IP additions. On Linux they are POSIX's (getaddrinfo,
 // inet_pton, inet_ntop, sockaddr_in6, socklen_t from <netdb.h> and <arpa/inet.h>); this header
 // brings those and winsock2.h (so windows.h), nothing of its own.

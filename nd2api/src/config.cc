@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "nd2api/src/config.h"
 
 #include <rte_cfgfile.h>

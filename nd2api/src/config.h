@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which adapters an ND2 process has: an INI file (read with rte_cfgfile)
 // named by the environment variable ND2_CONFIG, else kDefaultConfigPath
 // (/etc/soft-rnic/nd2.ini).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2Connector and IND2Listener over the connection manager (stack/cm).
 //
 // Overlapped calls (Connect, CompleteConnect, Accept, NotifyDisconnect,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2CompletionQueue and IND2SharedReceiveQueue.
 #include <sched.h>
 

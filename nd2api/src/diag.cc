@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2AdapterDiagnostics (our extension, ndspi.h): a read-only view of what an
 // adapter's stack holds (queue pairs, connections, bound ports, memory
 // objects, packet buffers) and of its connection manager's counters and

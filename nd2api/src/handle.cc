@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // handle.cc: the handle table, the waits (single and multiple), events, threads' waitable state,
 // completion ports, overlapped files, request completion and the progress hook (see handle.h).
 #include "nd2api/src/handle.h"

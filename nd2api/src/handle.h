@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // handle.h: libnd2's internal side of the Win32 subset that nd_win32.h declares (events, waits,
 // I/O completion ports, GetLastError) and of windows.h's threads. Not a public header: only
 // nd2api/src and its tests include it. What the ND2 objects use:

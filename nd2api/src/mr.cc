@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2MemoryRegion and IND2MemoryWindow over the stack's memory table: the
 // tokens are the keys on the wire (local token = L_Key, remote token = R_Key).
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // libnd2's objects: the ND2 interfaces (ndspi.h) over the stack (engine, RC
 // core, connection manager). HRESULTs, OVERLAPPED and COM reference counting
 // stay in this folder; the stack keeps its own statuses (status.h maps them).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ndsupport.h entry points, the provider object, and the pieces every
 // object shares (overlapped requests, addresses).
 #include <arpa/inet.h>

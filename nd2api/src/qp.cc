@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2QueuePair (and our SendAndInvalidate extension) over the RC core.
 #include <algorithm>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "nd2api/src/status.h"
 
 namespace roce::nd2 {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one mapping between the stack's statuses and ND2's HRESULTs (the ND
 // status values are NTSTATUS values). Used in both directions; tested in
 // tests/nd2api/nd2_objects_status_test.cc.

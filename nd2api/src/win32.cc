@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // win32.cc: the Win32 functions nd_win32.h declares (C linkage), on the objects of handle.h,
 // plus the thread's last error and the NTSTATUS -> Win32 error mapping.
 //

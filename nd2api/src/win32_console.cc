@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // win32_console.cc: windows.h's system services for console programs (C linkage): Sleep and
 // SwitchToThread, the clocks (QueryPerformanceCounter / Frequency, GetTickCount(64),
 // GetSystemTimeAsFileTime), GetSystemTimes, GetSystemInfo, SetLastError, the process heap

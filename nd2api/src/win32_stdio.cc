@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // win32_stdio.cc: the MSVC CRT stdio of nd_win32_crt.h (C linkage, nd_win32_* names that the
 // header maps the standard names onto): one formatter with MSVC's printf rules for the narrow
 // and wide families, the output functions that print its text narrow (so printf and wprintf

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // win32_thread.cc: windows.h's threads (C linkage): CreateThread, ResumeThread,
 // GetExitCodeThread, ExitThread, GetCurrentThreadId, GetCurrentProcessId, and process.h's
 // _beginthreadex / _endthreadex / _getpid. A thread is a detached pthread; its HANDLE names a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // win32_winsock.cc: winsock2.h's functions (C linkage): WSAStartup / WSACleanup (a reference
 // count), WSAGetLastError / WSASetLastError (the thread's last error), and WSAStringToAddressA /
 // W, which parse an address (and port) as Windows does: IPv4 with the inet_addr forms and an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* wmain_entry.c: the program entry point of tchar.h's _tmain under _UNICODE, alone in the
  * nd2_wmain static archive that libnd2's pkg-config Libs name after -lnd2.
  *

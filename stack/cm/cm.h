@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The connection manager: InfiniBand CM (REQ / MRA / REJ / REP / RTU / DREQ /
 // DREP) in RoCEv2 UD datagrams to QP 1, in the form Linux rdma_cm uses — the
 // TCP port space service ID 0x0000000001060000 | port, the 36-byte rdma_cm

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/engine/engine.h"
 #include "stack/port/kernel_iface.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The poll-mode engine: glues one DPDK port (stack/port) to the protocol
 // (stack/rc, stack/neighbor). One pass of Poll():
 //   RX burst → classify (ARP / NDP → neighbours; IPv4/IPv6 UDP 4791 → RC

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/engine/engine_mutex.h"
 
 #include <linux/futex.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The engine's lock (Engine::mu()), and a plain fast mutex.
 //
 // Every post and every pass of an engine takes Engine::mu(): four to five

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Posting from application threads to an engine that runs on its own thread
 // (dedicated mode), without a lock the engine holds.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/mem/memory_table.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory regions and windows, their tokens, and the access checks every
 // local and remote access goes through.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/mem/place.h"
 
 #include <isa-l/crc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // In-order placement: copying received payload into application memory so
 // that the bytes become visible to other threads in ascending address order.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/neighbor/neighbor.h"
 
 #include <bit>

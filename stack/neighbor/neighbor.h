@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The neighbour layer: answers ARP for the stack's IPv4 addresses and IPv6
 // Neighbor Discovery (NS/NA) for its IPv6 ones, learns peers' MACs, and
 // resolves a peer's MAC on demand with retries and a timeout that fails

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rtnetlink queries with libmnl: the query socket (sequence numbers, acks with
 // extended-ack messages, 1 s receive timeout, bounded buffer), the parsers of
 // link / address / neighbour / route messages (every attribute validated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kernel's view of one network interface through rtnetlink (libmnl):
 // its link (name, MAC, MTU, up/down, XDP program, kind), its IPv4/IPv6
 // addresses, the route the kernel would take to a destination, its neighbour

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Watcher: the event socket (subscribed before the initial dump, so nothing
 // between the two is missed: events queued meanwhile are applied after the
 // dump and converge on the kernel's state), the watcher thread (poll() on the

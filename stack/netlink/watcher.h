@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Watcher: follows one network interface through rtnetlink events. A thread
 // blocked in poll() on a NETLINK_ROUTE socket subscribed to RTNLGRP_LINK,
 // RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR and RTNLGRP_NEIGH keeps a snapshot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/pcap/pcap_file.h"
 
 #include <pcap/pcap.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Classic pcap files through libpcap: a reader for captures (golden vectors,
 // net_pcap output) and a writer the stack uses for its capture switch and the
 // tools use to emit captures Wireshark opens (LINKTYPE_ETHERNET).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The capture switch: every frame a port sends and receives, written to a
 // pcap file (LINKTYPE_ETHERNET, opens in Wireshark/tshark) through
 // roce::pcapio::Writer. The mbuf segments are handed to WriteGather as they

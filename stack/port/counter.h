@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A statistics counter with one writer (the thread that polls a queue) and
 // any number of readers (telemetry, tests). Relaxed atomic load + store: a
 // plain mov on x86, no locked instruction on the fast path, and no data race

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one place port/ includes DPDK. C++ code in the stack includes this
 // header instead of the rte_*.h files so the extern "C" fix-up below is applied
 // everywhere: generic/rte_vect.h (pulled in by rte_ethdev.h through

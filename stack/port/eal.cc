@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/port/eal.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EAL set-up for the whole process. rte_eal_init can run only once per
 // process (a second call, even after rte_eal_cleanup, fails with EALREADY), so
 // InitEal is called once by main() (or a gtest Environment) and every port is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/port/fault.h"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Seeded fault injection on a port's datapath: drop, duplicate, reorder and
 // corrupt (flip one random bit), each a probability, on RX and on TX
 // separately. Off by default. The kernel here has no netem; this is how the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Asymmetric fences (membarrier(2)): a fast side that needs only a compiler
 // barrier between its store and its load, and a slow side that makes every
 // running thread of the process pass a full barrier before it reads. Between

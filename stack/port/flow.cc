@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/port/flow.h"
 
 #include <absl/strings/str_cat.h>

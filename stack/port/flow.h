@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // rte_flow steering for physical NICs: UDP destination port 4791 (RoCEv2) to
 // the stack's RX queues, spread by RSS over IP addresses and UDP ports (the
 // RoCE UDP source port carries per-QP entropy) or to a single queue. With

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The kernel interface beneath a port: checks at open, identity = kernel
 // (addresses, MAC, MTU from netlink), the XDP filter's address map, and the
 // kernel's routes and neighbours (kernel_iface.h).

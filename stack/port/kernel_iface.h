@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Linux interface beneath a port (net_af_xdp, net_af_packet, net_tap,
 // net_pcap live), as the kernel sees it through netlink (stack/netlink):
 //  - checks at open, before the device exists: the interface is there and

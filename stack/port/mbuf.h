@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mbuf helpers for the engine: frames larger than one segment are mbuf chains,
 // and every buffer comes from a mempool (nothing is allocated per packet
 // outside the pools).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/port/port.h"
 
 #include "stack/port/zerocopy.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A DPDK ethdev as the stack sees it: opened from a profile (drivers-cfg/),
 // with its mbuf pool, the offloads it really has, RX/TX burst wrappers that
 // count, capture and inject faults, and telemetry (/roce/port/stats,<id>).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Port profiles: INI files in drivers-cfg/ read with DPDK's rte_cfgfile, one
 // per driver set-up, overridable key by key from code or flags
 // ("port.ipv4=10.0.0.2"). A profile names the driver and its devargs, the

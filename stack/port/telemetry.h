@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counters exported through DPDK telemetry, in a pattern any layer can reuse:
 // a *group* (this layer uses "port", the engine will add "qp") owns two
 // commands on the telemetry socket,

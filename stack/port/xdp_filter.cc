@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // XdpProgramPath, InspectXdp, PrepareInterfaceForXdp, XdpFilter (the maps of
 // our XDP program: owner record, address set, counters) and the AF_XDP socket
 // helpers, over libbpf's syscall wrappers (bpf_xdp_query/attach/detach, by-id

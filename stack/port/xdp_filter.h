@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The userspace side of the XDP program (xdp/soft_rnic_xdp.bpf.c) that the
 // net_af_xdp PMD loads on an interface the soft-RNIC shares with the kernel:
 // where the program is (XdpProgramPath), what is attached to an interface

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/port/zerocopy.h"
 
 #include <algorithm>

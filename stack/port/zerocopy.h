@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Zero-copy payload: mbuf segments attached (rte_pktmbuf_attach_extbuf) to
 // memory the stack does not own — registered application memory — so a large
 // payload goes out without being copied into mbufs.

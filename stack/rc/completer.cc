@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Completer (IBTA §9.7.5.2 / rxe_comp.c behaviour): ACKs advance the oldest
 // unacknowledged PSN, read responses are placed and checked in order, NAKs
 // restart (sequence), pause (RNR) or fail (access / invalid / operational)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/rc/device.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The RC device: the queue-pair table (indexed by QPN), the memory table,
 // receive dispatch (parse + ICRC + lookup) and the progress loop that runs
 // timers and lets active QPs transmit. One device is one RNIC port's worth

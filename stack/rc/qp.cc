@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Queue-pair state shared by the three roles: construction, state
 // transitions, posting, packet dispatch, timers and the TX turn.
 #include "stack/rc/qp.h"

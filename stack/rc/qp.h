@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A reliable-connected queue pair: the requester (segments work requests
 // into packets, stamps PSNs, paces a Read's responses with a read window —
 // a long Read asks in several READ requests —, retransmits go-back-N on NAK /

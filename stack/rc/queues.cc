@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/rc/queues.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Completion queue and receive queue (a QP's own, or shared: SRQ). Both are
 // single-producer / single-consumer rings so the application thread (posting
 // receives, polling completions) and the engine thread (consuming receives,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Requester (IBTA §9.7.4 / rxe_req.c behaviour): turns send-queue WQEs into
 // request packets — path-MTU segmentation with FIRST/MIDDLE/LAST/ONLY
 // opcodes, PSNs, AckReq — within the window, the outbound read limit and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Responder (IBTA §9.7.5.1 / rxe_resp.c behaviour): PSN checks (expected,
 // duplicate, out of sequence: one sequence NAK then silent drops until the
 // expected PSN arrives), opcode-sequence and length checks, receive

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A double-ended queue over one power-of-two ring: what std::deque does for
 // the RC core's queues, without allocating a block as the ends cycle round.
 // Reserve() once for the expected depth; push_back past it doubles the ring

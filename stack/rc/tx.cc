@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/rc/tx.h"
 
 namespace roce::rc {

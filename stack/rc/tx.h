@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the RC core hands to the layer below for each packet: the path (its
 // network headers and the queue pair's prebuilt frame template), the BTH and
 // extension headers, and the payload as a gather list pointing into

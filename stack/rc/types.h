@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Work requests, completions, statuses and queue-pair attributes of the RC
 // core. These carry what ND2 requests and ND2_RESULTs carry, in the stack's
 // own types; nd2api/ maps them (the statuses one-to-one onto ND2 statuses).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Big-endian loads and stores on raw bytes. Everything on the wire is
 // network order; these helpers are the only place wire/ converts.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/wire/checksum.h"
 
 namespace roce::wire {

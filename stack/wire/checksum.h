@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Internet one's-complement checksum (RFC 1071), accumulated over any number
 // of spans (odd-length spans are handled), for the IPv6 UDP checksum: IPv6
 // forbids a zero UDP checksum (RFC 8200 §8.1), so frames over IPv6 carry a real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/wire/cm_msg.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // InfiniBand Communication Management messages (IBTA vol 1 §12.6) as typed
 // structs: the 232 bytes after the MAD common header, one struct per
 // attribute, every field a member in host order. Parse (from the MAD data,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CRC-32 (zlib's and the ICRC's polynomial, P = 0x104C11DB7, bit-reflected)
 // by carry-less multiplication: the fold constants and the final reduction,
 // shared by the ICRC (wire/icrc.cc) and the copy that computes the CRC of what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Why a frame was rejected. Every parser in wire/ returns one of these;
 // kOk means accepted. Names are stable: tools and counters print them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/wire/frame.h"
 
 #include "stack/wire/checksum.h"

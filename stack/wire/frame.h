@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The frame writer: the one place a RoCEv2 frame the stack sends is laid out.
 // Both the simulated link (rc/tx.cc's SerializeFrame) and the DPDK datapath
 // (engine/engine.cc) write frames through it.

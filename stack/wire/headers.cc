@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/wire/headers.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Header representations for every layer of a RoCEv2 frame: a plain struct per
 // header with Parse (from bytes, bounds-checked) and Emit (to bytes). Parse
 // never reads past the span it is given; Emit writes exactly kLen (or Len())

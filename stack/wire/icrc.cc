@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/wire/icrc.h"
 
 #include <isa-l/crc.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RoCEv2 invariant CRC (IBTA Annex A17.3.3): CRC-32 (Ethernet polynomial,
 // reflected, as zlib's crc32) over 8 bytes of 0xFF standing in for the LRH,
 // then the IP header, UDP header and BTH with their variant fields set to all

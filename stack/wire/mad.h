@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Management datagrams on RoCEv2: the constants of the MAD common header
 // (IBTA vol 1 §13.4; the header itself is MadHeader in headers.h) and the
 // frame that carries a MAD to or from the General Services Interface: a UD

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IPv6 Neighbor Discovery (RFC 4861) on the wire: the ICMPv6 Neighbor
 // Solicitation and Neighbor Advertisement messages with their source/target
 // link-layer address options, the ICMPv6 checksum over the IPv6 pseudo-header,

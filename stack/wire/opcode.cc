@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The opcode table, built once at compile time.
 #include "stack/wire/opcode.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // BTH opcodes and what each implies: transport, extension headers, payload,
 // position in a message, request or response. IBTA vol 1 §9.2 / table 38.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A whole RoCEv2 frame: Ethernet [802.1Q] / IPv4|IPv6 / UDP 4791 / BTH /
 // extension headers / payload / pad / ICRC. ParseRoceFrame validates every
 // layer and returns the first reason it rejects a frame; the spans in the

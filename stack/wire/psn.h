@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // 24-bit packet sequence number arithmetic (IBTA §9.7.1): the PSN space is a
 // circle of 2^24; "a before b" means b is within the next 2^23 PSNs after a.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "stack/wire/rdma_cm.h"
 
 #include <algorithm>

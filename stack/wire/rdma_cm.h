@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What Linux rdma_cm layers on IB CM for IP-addressed connections over
 // RoCEv2, as pure functions: service IDs of the IP port spaces, the 36-byte
 // CMA header at the front of REQ private data, the flow label rdma_cm puts in

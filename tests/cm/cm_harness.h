@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Two RC devices on the simulated link, each with a connection manager on its
 // QP 1: the CM exchange runs over real RoCEv2 UD frames (parsed and built by
 // stack/wire, ICRC checked), with loss and filtering from the link.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The connection manager over the simulated link: the whole REQ / REP / RTU
 // / DREQ / DREP exchange in real RoCEv2 UD frames, then data on the QPs it
 // set up; rejects, timeouts, MRA, duplicates, lost messages, crossed DREQs,

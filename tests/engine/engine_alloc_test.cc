@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // No heap allocation in steady state (issue 13): once two stacks over the
 // net_ring pair have carried each kind of request once, more Sends, Writes
 // (one packet and multi-packet), Reads and their completions, ACKs and

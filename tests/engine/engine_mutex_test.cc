@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The engine lock (stack/engine/engine_mutex.h): mutual exclusion on its
 // fast (futex) path and its checked (absl::Mutex) path, and a contended
 // Lock that sleeps in the kernel instead of spinning while the holder keeps it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Two stacks in one process over a net_ring pair: real mbufs, real ARP/NDP,
 // Send / Write / Read / SendWithInvalidate up to 1 MB at path MTU 4096 with
 // 2 KB mbufs (so every data frame is a chain both ways), IPv4 and IPv6, a

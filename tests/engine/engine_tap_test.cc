@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A dedicated engine on a net_tap port, in a network namespace the test creates
 // (root), sleeping on the port's RX interrupt (PortProfile::rx_interrupt):
 //  - with naps far longer than the kernel's ARP patience, an idle engine still

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EngineOptions::adaptive_yield: a dedicated engine's idle passes pause in place while its
 // CPU is its own and yield it (sched_yield) while another thread that wants that CPU is found
 // waiting — whatever process that thread belongs to — and stop yielding once it is gone. The

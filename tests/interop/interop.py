@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Interop test harness: our stack (or any host command) against Linux kernel
 Soft-RoCE (rdma_rxe) in rxe-peer qemu guests.  Python 3 stdlib only.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Kernel traffic beside RoCE on one address (af_xdp interop cases).
 
 An adapter on net_af_xdp shares its interface and addresses with the kernel:

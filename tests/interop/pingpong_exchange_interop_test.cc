@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Our ibv_rc_pingpong exchange against the real ibv_rc_pingpong on kernel
 // Soft-RoCE in an rxe-peer guest. Run by the interop harness (case
 // `exchange`), which boots the guest, puts a veth on the bridge and runs this

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ibv_rc_pingpong exchange (tools/lib/pingpong_exchange.h) without a
 // guest: golden bytes that rdma-core 44.0's ibv_rc_pingpong put on the wire
 // (captured on the rxe-peer bridge, vm2 client -> vm1 server), the lines it

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """The rxe side of the RDMA Write/Read interop cases: a pyverbs RC peer.
 
 Runs in an rxe-peer guest (Debian's python3-pyverbs on kernel Soft-RoCE) as a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """A kernel rdma_cm peer (pyverbs, in an rxe-peer guest) for the cases rping
 cannot play: a listener that rejects every connection request with private
 data, so our client must report REJ reason 28 (consumer defined) and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // No heap allocation in steady state through the ND2 API: once a connection
 // has carried each kind of request, more Sends and Receives, Writes (8 B,
 // inline, 64 KB), Reads and GetResults allocate nothing — in inline mode (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ND2 through the public headers only, on two adapters of one process over
 // an in-process net_ring pair (ND2_CONFIG written by the test) and on one
 // adapter talking to its own address (loopback): connect, Send/Receive,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Compile-only check (tests/nd2api/meson.build, C11): the headers that are plain C on Windows
  * (nd_win32.h, ndstatus.h, nddef.h; ndspi.h and ndsupport.h are C++) compile from C, strictly,
  * and their checks hold there too. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ND2_CONFIG (nd2api/src/config.h): a missing or bad configuration makes
 // NdStartup fail with ND_DEVICE_NOT_READY and one line on stderr naming the
 // file, the [section] and the key; nothing is half started (the helpers still

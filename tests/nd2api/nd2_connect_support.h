@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the connection and memory conformance tests share: an ND2 process
 // through the public headers only (<ndspi.h>, <ndsupport.h>), its ND2_CONFIG
 // written by the test — two adapters over an in-process net_ring pair

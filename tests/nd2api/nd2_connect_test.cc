@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2Provider, the ndsupport.h helpers, IND2Connector and IND2Listener
 // against their pages in nd2-spec/ (every return value) and the behaviours of
 // nd2-reference.md ("Semantics real clients rely on"), through the public

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2AdapterDiagnostics (our extension, ndspi.h) through the public headers:
 // what an adapter holds follows the objects an ND2 program creates and
 // releases (queue pairs, memory regions and windows, bound ports,

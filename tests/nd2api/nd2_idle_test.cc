@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An idle adapter costs under 5% of a core (issue 12): a progress-thread
 // adapter with nothing to do naps instead of spinning, and a thread blocked
 // in a wait on an inline adapter (a listener waiting for a request) naps too.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A memory / connection conformance suite in the spirit of Microsoft's
 // ndmemorytest (its cases, written here from nd2-reference.md's behaviours,
 // not from its code): through the public headers only, two adapters of one

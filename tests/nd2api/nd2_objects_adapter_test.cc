@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2Adapter: Query (true limits, sizes), QueryAddressList, CreateOverlappedFile
 // and every Create* with good and bad arguments; limits that work together
 // (a queue pair with every maximum at once, max + 1 refused); resources that

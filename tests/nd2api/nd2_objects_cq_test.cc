@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2CompletionQueue (GetResults, Notify ANY / SOLICITED / ERRORS, no lost
 // wake-up, Resize, GetNotifyAffinity, CancelOverlappedRequests, overrun) and
 // IND2SharedReceiveQueue (Receive, Notify at the threshold, Modify), with

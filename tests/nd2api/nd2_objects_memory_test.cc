@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2MemoryRegion (Register / Deregister pended, their errors, tokens as the
 // wire's keys), IND2MemoryWindow, IND2QueuePair::Bind / Invalidate and the
 // SendAndInvalidate extension; remote access with a wrong token, after

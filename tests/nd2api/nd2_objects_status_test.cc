@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one mapping between the stack's statuses and ND2 HRESULTs
 // (nd2api/src/status.cc), in both directions: every stack completion status
 // has an ND2 status and comes back from it; every HRESULT of the table stands

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // IND2QueuePair through the public headers: Send, Receive, Read, Write,
 // Flush; every flag (SILENT_SUCCESS, READ_FENCE, SEND_AND_SOLICIT_EVENT is in
 // nd2_objects_cq_test.cc, INLINE); every return value the spec page lists;

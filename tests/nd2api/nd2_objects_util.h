@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What the nd2_objects tests share: the ND2_CONFIG they write (two adapters of
 // this process over an in-process net_ring pair: 10.0.0.1 and 10.0.0.2, each
 // also reachable over its own loopback), waits with deadlines, and endpoints

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // hello_nd2: a small ND2 program — nothing but <ndspi.h>, <ndsupport.h> and
 // libnd2 (built with `pkg-config --cflags --libs nd2`). One adapter (the local
 // address given, default 10.0.0.1) connects to itself: a listener and a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The pkg-config file of libnd2, both ways an ND2 program is built against it:
 #   1. from the build tree:  PKG_CONFIG_PATH=BUILD/meson-uninstalled pkg-config --cflags --libs nd2
 #   2. after `meson install --destdir TMP`: the installed nd2.pc, headers and library (found

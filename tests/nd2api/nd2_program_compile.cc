@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compile-only check (tests/nd2api/meson.build runs the compiler on it with -Wall -Wextra
 // -Wpedantic -Werror, C++17 and C++20; it is never linked): a program written the way Windows
 // ND2 programs are (Microsoft's ndping / ndtestutil style), against the Linux headers,

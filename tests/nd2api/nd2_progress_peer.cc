@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd2_progress_peer: one side of a two-process ND2 exchange whose point is what the
 // application does NOT do — it sleeps, spins on memory or exits right after an ND2 call — so
 // that only a provider that progresses on its own (or sends before the call returns) lets the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Progress that does not depend on the application: nd2_progress_peer's cases in two
 processes over two taps on a bridge in a network namespace made for the test (root).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // progress_yield (nd2api/src/config.h): what an idle progress thread does —
 // yield its CPU (sched_yield) or spin in place. Two adapters with progress
 // threads exchange Sends both ways through the public ND2 API; then each

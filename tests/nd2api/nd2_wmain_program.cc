@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A Windows console program's entry point (tchar.h's _tmain under UNICODE / _UNICODE, which is
 // wmain): built by nd2_wmain_test.sh with nothing but `pkg-config --cflags --libs nd2`, so that
 // its main comes from libnd2's nd2_wmain archive. It prints what wmain received, and mixes

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tchar.h's _tmain under _UNICODE (wmain) really runs: nd2_wmain_program.cc is built from a
 # scratch folder with the build tree's `pkg-config --cflags --libs nd2` only (its main comes
 # from the nd2_wmain archive), run with arguments that are ASCII, UTF-8, empty, with a space,

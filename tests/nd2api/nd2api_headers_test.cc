@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The public ND2 headers (nd2api/include) against the ND2 contract: every status, flag and IID
 // value, the layouts, the Win32 types, the interfaces' methods (names, signatures, vtable
 // order) and the helpers' signatures. The expected values are typed here by hand from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compile-only check (tests/nd2api/meson.build runs the compiler on it, C++17 and C++20):
 // every standard library header still compiles when included AFTER the ND2 headers. The
 // legacy SAL macros `__in` and `__out` are identifiers inside libstdc++ (nd2-reference.md,

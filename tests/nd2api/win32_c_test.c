@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The Win32 functions of libnd2 called from C (C linkage, as nd_win32.h declares them): an
  * event, a completion port, a wait with a timeout; and the console layer's headers compiled as
  * C (windows.h, winsock2.h, ws2tcpip.h, tchar.h, process.h, sal.h, ntstatus.h): a thread and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Windows console layer of libnd2 (nd2api/include/windows.h & co., nd2api/src/win32_*.cc)
 // against what Win32 does and what the machine says: threads (CreateThread, suspended starts,
 // exit codes, ExitThread) and the waits on them and on events (WaitForSingleObject,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // MSVC's printf as nd_win32_crt.h gives it to a program that includes <windows.h>: every
 // format rule against the exact bytes MSVC prints (%I64d at INT64_MIN, %I32, %Id, 32-bit %lu
 // with a dirty upper half in the varargs slot, %S / %s / %C / %c in both families, %p, %Z,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Compile-only (-Wall -Wextra -Wpedantic -Werror): the STATUS_* values of ntstatus.h, windows.h
 // and ndstatus.h in every include order Windows code uses, WIN32_NO_STATUS honoured as on
 // Windows, with no macro redefinition warning; then the values agree. ORDER picks the order.

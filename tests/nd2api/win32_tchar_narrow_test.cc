@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tchar.h without UNICODE / _UNICODE: TCHAR and _TCHAR are char, _T("x") is a narrow literal,
 // the _t functions are the narrow ones (with MSVC's printf formats), and the generic Win32
 // names are the A forms. win32_tchar_wide_test.cc is the wide counterpart.

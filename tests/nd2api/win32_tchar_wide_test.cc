@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // tchar.h under UNICODE / _UNICODE: TCHAR and _TCHAR are wchar_t, _T("x") is a wide literal, the
 // _t functions are the wide ones (compare, convert, print, reopen), and the generic Win32
 // names (WSAStringToAddress, CreateEvent) are the W forms. win32_tchar_narrow_test.cc is the

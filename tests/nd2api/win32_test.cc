@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Win32 subset libnd2 implements (nd2api/src: win32.cc, handle.cc) against what
 // nd_win32.h documents and Win32 does: events (manual / auto reset, several waiters, close
 // while waiting), WaitForSingleObject timeouts, I/O completion ports (FIFO, failed requests,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """nd-perf on net_af_xdp adapters beside the kernel, as a user runs it on a host's NIC.
 
 Two network namespaces the case creates (and deletes, also on failure) joined by a veth pair;

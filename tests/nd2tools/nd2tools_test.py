@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The nd-* ND2 programs (tools/nd/) as a user runs them.
 
 Cases (--case):

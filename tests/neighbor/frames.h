@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Frame builders and a transmit recorder for the neighbour-layer tests.
 #pragma once
 

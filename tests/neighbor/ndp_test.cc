@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // wire/ndp: solicited-node addresses and MACs, the ICMPv6 checksum, NS/NA
 // parse/emit with options, and the RFC 4861 frame checks.
 #include "stack/wire/ndp.h"

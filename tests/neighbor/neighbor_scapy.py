@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Independent reference check of the neighbour layer with scapy.
 
   gen   DIR  writes DIR/inputs.pcap (ARP and NDP frames built by scapy) and

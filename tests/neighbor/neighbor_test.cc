@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Deterministic unit tests of the neighbour table (ARP, NDP, resolution,
 // retries, aging, static entries, bounds, VLAN), with simulated time.
 #include "stack/neighbor/neighbor.h"

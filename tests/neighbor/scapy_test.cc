@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Independent checks of the neighbour layer:
 //  1. scapy builds ARP requests/replies and NDP NS/NA frames
 //     (tests/neighbor/neighbor_scapy.py gen); we feed them to NeighborTable;

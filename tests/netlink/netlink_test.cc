@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of stack/netlink against the real kernel: every case builds a veth
 // pair between two network namespaces it creates (and always deletes), with
 // IPv4 and IPv6 addresses, and checks GetLink, GetAddrs, GetRoute,

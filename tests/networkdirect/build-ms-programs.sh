@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # build-ms-programs.sh OUTDIR
 #
 # Compiles and links Microsoft's own ND2 samples and unit tests, unmodified, from where they

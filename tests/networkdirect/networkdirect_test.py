@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Microsoft's own ND2 samples and unit tests (../shared/networkdirect, built unmodified by
 build-ms-programs.sh) run as Microsoft intends: the two-sided ones as a server and a client
 in two processes, each with an adapter on a net_tap port, the taps on a bridge in a network

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // net_af_xdp ports beside the kernel, each on a veth pair between two
 // network namespaces the test creates (and deletes): the identity taken from
 // the interface (addresses, MAC, MTU; addresses followed while running), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Capture: a port writes every frame it sends and receives to a pcap file
 // (switched on by the profile key port.capture or by StartCapture), chained
 // mbufs included; roce::pcapio::ReadAll reads back exactly the bytes, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fault injection on a net_ring pair: each fault at probability 1 does
 // exactly what it says (and keeps mbuf ownership right: duplicates are
 // independent copies, a shared frame is copied before a bit is flipped, the

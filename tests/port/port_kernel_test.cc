@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Ports on kernel devices, each inside a network namespace the test creates
 // (and deletes, even when the test fails), so no traffic leaves them. Root
 // only: skipped otherwise, which `tools/run test` reports and CI=true counts

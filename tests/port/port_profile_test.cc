@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Profiles: every file in drivers-cfg/ loads and validates (the physical-NIC
 // ones included: they cannot be opened here), overrides from code/flags go
 // through the same parsing, and malformed files fail with a message naming

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The port layer on an in-process net_ring pair (no root, no kernel devices):
 // EAL set-up, single and chained frames both ways, loopback, multiple queues,
 // the offloads a ring reports and what the port does without them, the TX

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tests/port/port_test_env.h"
 
 #include <fcntl.h>

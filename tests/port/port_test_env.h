@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the port tests (and later the engine tests): one EAL per test
 // binary, initialized by a gtest Environment with the embedded default
 // (--no-huge --no-shconf --no-pci -l 0: no hugepages, no files, parallel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The two-process virtual devices of drivers-cfg/: vhost <-> virtio_user
 // between this process and a peer process it starts (this test binary again,
 // running only the echo test VdevPeer.VirtioUserEchoPeer, which exists only in

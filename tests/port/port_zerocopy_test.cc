@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ZcPool, the zero-copy references a sending engine attaches to mbufs (its
 // registered memory as external buffers): references run out and come back as
 // frames are freed — on another thread, as a ring pair's receiver frees them —

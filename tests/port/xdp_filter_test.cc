@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The XDP program (stack/port/xdp/soft_rnic_xdp.bpf.c) and its userspace side
 // (stack/port/xdp_filter.h). Root only (BPF, veth, netns): skipped otherwise.
 //  - Verdicts through BPF_PROG_TEST_RUN on hand-built frames: UDP 4791 to a

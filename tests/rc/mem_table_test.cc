@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Memory table: token layout (index + key), stale / invalidated / guessed
 // tokens, local tokens never valid remotely, overflow-safe bounds, rights
 // (READ_SINK for a Read's target), ND2's registration rules, windows (token

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // mem::PlaceInOrder (stack/mem/place.h): the bytes of every alignment and
 // length, nothing outside the destination touched, and — across threads —
 // the order a poller relies on (ND_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED): when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Remote access violations: wrong / guessed / local tokens, windows
 // invalidated locally (Invalidate on the owner's QP) and remotely
 // (SEND_WITH_INVALIDATE), one byte past the end of a region and of a window,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Basic RC operations over a clean simulated link: Send, Write, Read,
 // multi-packet messages, SGE lists, inline, silent success, completions in
 // posting order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Congestion notification: a CE-marked request (ECT(0) path, the link marks
 // every ECN-capable frame CE) makes the responder send CNPs — opcode 0x81,
 // BECN set, DestQP = the requester's QPN — at most one per

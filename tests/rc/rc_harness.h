@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test harness for the RC core: two simulated hosts joined by a SimNetwork,
 // each with a send CQ, a receive CQ and one QP, connected to each other.
 // Buffers are real host memory registered in each device's memory table;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Addresses above 4 GiB and lengths up to 2^31 - 1.
 //
 // Regions live at fixed virtual addresses above 4 GiB (reserved with

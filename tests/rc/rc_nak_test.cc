@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every NAK kind, seen from both sides: what the responder puts on the wire
 // (syndrome, PSN, MSN), its counters and receive completions, and what the
 // requester does with it (go-back-N, RNR wait in virtual time, or failing the

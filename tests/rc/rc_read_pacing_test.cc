@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Read pacing (QpTuning::read_window, requester.cc "Read pacing"): a long
 // Read asks for its responses in several READ requests, never more than the
 // read window's worth in flight, so a receiver that cannot absorb a burst

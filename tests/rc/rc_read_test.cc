@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reads on the wire: the outbound read limit (never more than max_rd_atomic
 // Reads outstanding), what the responder does when the requester exceeds its
 // inbound limit, READ_FENCE ordering, zero-length Send/Write/Read, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Regression tests for the causes of connections dying on a lossy or
 // reordering link (issue 10), each the exact packet sequence that triggered
 // it, driven through the simulated link with frames dropped, held back and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Selective repair (issue 13): our responder keeps requests that arrive past
 // a missing one (QpTuning::ooo_window) and executes them in order once the
 // gap is filled; our requester resends only the missing packet after a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Retransmission paths and what they look like on the wire: PSN wrap at
 // 2^24 with losses across it, duplicate Send/Write re-acknowledged without
 // being executed twice, a duplicate Read answered from saved state with an

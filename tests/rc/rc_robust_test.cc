@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Hostile peer: frames that pass every wire check (right addresses, right
 // QPN, valid ICRC) but carry random opcodes, PSNs near the expected ones,
 // random RETH addresses/keys/lengths, random AETH syndromes and MSNs, random

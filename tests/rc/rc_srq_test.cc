@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared receive queue: three QPs on host b share one ReceiveQueue, each
 // connected to its own QP on host a. Receives are taken from the SRQ in the
 // order messages arrive (whichever QP they arrive on), the data lands in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Wire capture for RC tests: installs itself as the SimNetwork filter, parses
 // every frame a node sends (with roce::wire::ParseRoceFrame, ICRC checked)
 // and records what the tests assert on — sender, virtual send time, opcode,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The RC core's rings. RingDeque (stack/rc/ring_deque.h) against std::deque: the same random
 // sequence of push_back / pop_front / insert / clear / Reserve leaves the
 // same contents, across wrap-around and growth; within the reserved

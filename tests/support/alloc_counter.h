@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counting heap allocations, for the tests that the data path allocates
 // nothing in steady state (tests/engine/engine_alloc, tests/nd2api/nd2_alloc).
 // alloc_counter.cc replaces the global operator new / delete of the program:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Two ND2 processes on one machine, each with an adapter on a net_tap port, the taps on a Linux
 bridge in a network namespace made for the test (and deleted after, also on failure); the
 programs run inside the namespace. Shared by the test drivers that run ND2 programs in pairs

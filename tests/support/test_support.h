@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared helpers for the test suites: paths to the source tree, the reference
 // captures, running an external command (tshark) and reading its output.
 #pragma once

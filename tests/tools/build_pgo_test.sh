@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # tools/build-pgo --quick into a temporary directory: the training writes a profile for each of
 # the data path's objects, the final build compiles with -fprofile-use and finds them (no
 # missing-profile warning for the data path's), and its nd-perf runs a test over --pair.

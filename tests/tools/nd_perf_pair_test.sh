@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # nd-perf's six tests with --pair (server and client in one process, two ND2 adapters on an
 # in-process net_ring pair; no root, no peer): each exits 0 and prints one well-formed result row
 # of the size and iterations asked (tools/plot-bench --check); -a prints the 23 sizes 2 .. 8 MiB;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The captures of our own traffic in pcaps/ours still decode and verify:
 # every RoCEv2 ICRC recomputes (roce-pcap), tshark sees no malformed frame,
 # and each has the RoCEv2 frames its README line promises.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """tools/plot-bench on saved output (tests/tools/plot_bench/): nd-perf -a runs over the ring pair
 (bandwidth: write_bw, latency: send_lat) and perftest 6.06's own tables (a guest's ib_write_bw and
 ib_write_lat). --check accepts them and rejects broken tables (naming the line); plotting writes

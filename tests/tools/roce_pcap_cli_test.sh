@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # roce-pcap check: exit 0 and a full count on good captures; a bad line, the
 # frame number and exit 1 when one ICRC is corrupted; exit 1 on a capture with
 # no RoCEv2. Independent count: tshark's own list of UDP/4791 frames.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Not a test of its own (no meson test() runs it): sample GoogleTest cases
 // that test_summary_test.py runs one filter at a time, so that the skip rule
 // (tools/test_summary.py) is checked against real GoogleTest output and the

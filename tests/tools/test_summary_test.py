@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tools/test_summary.py (the `N passed, N failed, N skipped` line of
 `tools/run test`) on made-up meson test logs: GoogleTest programs with skipped,
 allowed-skipped and DISABLED_ cases or none run, programs that exit 77 with

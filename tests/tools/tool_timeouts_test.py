@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """A tool's --timeout ends every wait for its peer: no hang past it, in either role.
 
 Each tool that takes --timeout (nd-perf, rping, rc-pingpong, rc-rdma, the nd-* programs) must

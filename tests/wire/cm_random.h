@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Random CM messages for the round-trip and tshark tests: every field gets
 // a random value within its width (reserved bits too, unless `zero_reserved`),
 // length fields stay in range so that parsing accepts the result.

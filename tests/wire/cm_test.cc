@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CM MADs on the wire (stack/wire/mad.h, cm_msg.h, rdma_cm.h).
 //
 // Golden: every CM MAD in the rxe reference captures (rping and ib_write_bw

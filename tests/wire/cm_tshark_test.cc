@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // CM MADs against an independent decoder: tshark's InfiniBand dissector
 // reads the same field values as our parser from the CM MADs of the rxe
 // captures, and decodes the REQ, REP, RTU, REJ, DREQ and DREP frames we

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The frame writer (wire/frame.h) against independent references: the
 // reference captures (a hardware RNIC and Linux rxe) written again from their
 // parsed headers through a FrameTemplate give the identical bytes; frames of

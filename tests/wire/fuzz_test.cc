@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Seeded mutation fuzzing of the wire parsers (run under ASan/UBSan by
 // `tools/run test`, which is where out-of-bounds reads would show).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Golden vectors: every RoCEv2 packet in the reference captures (a hardware
 // RNIC and Linux rxe, pcaps/reference) parses, its ICRC verifies, and building
 // it again from the parsed representation gives the identical bytes. Counts

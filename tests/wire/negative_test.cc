@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Negative tests over the reference captures: every RoCEv2 frame truncated at
 // every length is rejected as truncated; every single-bit flip is rejected
 // with the reason the field it lands in calls for, or accepted when the field

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Our output against an independent decoder: the captures this project writes
 // (every opcode over IPv4, IPv6 and 802.1Q, and every reference packet rebuilt
 // by our builder) are decoded by tshark as InfiniBand/RRoCE with no malformed

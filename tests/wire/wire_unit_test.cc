@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Unit tests of wire/: PSN arithmetic, the opcode table against rdma-core's
 // <infiniband/opcode.h>, header round trips, checksums, and the ICRC against
 // an independent zlib computation that masks the fields itself.

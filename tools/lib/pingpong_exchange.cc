@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/lib/pingpong_exchange.h"
 
 #include <arpa/inet.h>

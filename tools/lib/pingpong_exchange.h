@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The out-of-band exchange of rdma-core's `ibv_rc_pingpong` (libibverbs/
 // examples/rc_pingpong.c + pingpong.c), both sides, byte-compatible on the
 // wire, plus the facts the rc-pingpong tool needs to behave like the real

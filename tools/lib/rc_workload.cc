@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/lib/rc_workload.h"
 
 #include <algorithm>

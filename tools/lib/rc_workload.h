@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A random RC workload over the simulated link, checked by a reference model.
 //
 // K queue-pair pairs between two simulated hosts (half initiated from each

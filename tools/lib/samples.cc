@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/lib/samples.h"
 
 #include "stack/wire/packet.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A set of RoCEv2 frames covering every opcode of the table, IPv4 and IPv6,
 // with and without 802.1Q, with payloads that exercise every pad count. Used
 // by `roce-pcap write` and by the tests that feed our own output to tshark.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/lib/sim_link.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A simulated Ethernet joining RC devices: every packet is serialized to real
 // bytes (headers, payload, pad, ICRC), carried through a seeded impairment
 // model — loss, duplication, reordering, single-bit corruption (which the

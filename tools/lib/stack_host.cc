@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/lib/stack_host.h"
 
 #include <unistd.h>

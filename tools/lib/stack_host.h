@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One stack on one DPDK port, as the tools bring it up: the port options every
 // tool shares (--profile, --iface, --ip, --set section.key=value, --capture),
 // the EAL, the port opened from its drivers-cfg profile, the engine; and one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "tools/lib/two_stacks.h"
 
 #include <absl/strings/str_cat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Two complete stacks (port + engine + one connected RC QP each) in one
 // process over an in-process net_ring pair: what the demo, the engine tests
 // and the engine benchmark run on. Addresses 10.0.0.1 / 10.0.0.2 (fd00::1 /

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd-adapterinfo: Microsoft's ndadapterinfo on Linux (written here from its command line and
 // output; see README.md here). Checks that <IPv4 Address> is an ND address (NdCheckAddress),
 // opens its adapter and prints IND2Adapter::Query's ND2_ADAPTER_INFO, one field a line; then

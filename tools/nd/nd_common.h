@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd_common.h: what the nd-* programs share (written for this project; see README.md here).
 //
 // These programs are ND2 applications like any other: they include the public ND2 headers

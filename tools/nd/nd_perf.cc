@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd-perf: perftest (linux-rdma/perftest: ib_send_bw, ib_write_bw, ib_read_bw, ib_send_lat,
 // ib_write_lat, ib_read_lat) as one ND2 program, written for this project from perftest's
 // documented options, its output and its rdma_cm (-R) exchange as seen on the wire (no code

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd-ping: Microsoft's ndping (unidirectional Send/Receive ping test) on Linux, written here
 // from its command line and protocol (README.md here), so either side can be the original.
 //

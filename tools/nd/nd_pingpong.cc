@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd-pingpong: Microsoft's ndpingpong (Send/Receive ping-pong test) on Linux, written here from
 // its command line and protocol (README.md here), so either side can be the original.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd_port_options.h: the port options of this project's stack tools (--profile, --iface, --ip,
 // --set, --capture; README "Tools", rc-pingpong) for an ND2 program, which gets its adapters
 // from the INI file ND2_CONFIG names (nd2api/src/config.h): the options become such a file,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd-rping: Microsoft's ndrping (unidirectional RDMA ping test) on Linux, written here from its
 // command line and protocol (README.md here), so either side can be the original.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nd-rpingpong: Microsoft's ndrpingpong (bidirectional RDMA Write ping-pong test) on Linux,
 // written here from its command line and protocol (README.md here), so either side can be the
 // original.

@@ -32,7 +32,7 @@
 
 #include "stack/engine/engine.h"
 #include "tools/lib/pingpong_exchange.h"
-#include "tools/lib/stack_host.h"
+#include "tools/lib/host_options.h"
 
 using namespace roce;
 namespace pp = roce::tools::rc_pingpong;
@@ -48,7 +48,7 @@ struct Options {
   int gid_index = -1;
   bool validate = false;
   std::string server;
-  tools::HostOptions host;  // --profile --iface --ip --set --capture
+  host::HostOptions host;  // --profile --iface --ip --set --capture
   int timeout_s = 60;  // give up on the exchange / a stalled run
   uint32_t quiet_tail = 2;  // iterations at the end run without injected faults
 };
@@ -197,7 +197,7 @@ bool PingPong::ConnectQp(const tools::PingpongDest& remote, std::string* error) 
     return false;
   }
   // ARP/NDP for the peer (also what lets a kernel RoCE peer, rxe, resolve us), RTR, RTS.
-  tools::QpConnectParams c;
+  host::QpConnectParams c;
   c.peer = peer;
   c.attr.path_mtu = o_.mtu;
   c.attr.dest_qpn = remote.qpn;
@@ -210,7 +210,7 @@ bool PingPong::ConnectQp(const tools::PingpongDest& remote, std::string* error) 
   c.attr.retry_cnt = pp::kRetryCnt;
   c.attr.rnr_retry = pp::kRnrRetry;
   c.resolve_timeout_ns = std::min<uint64_t>(c.resolve_timeout_ns, uint64_t(o_.timeout_s) * 1'000'000'000ull);
-  if (auto s = tools::ConnectQp(*eng_, qp_, c); !s.ok()) {
+  if (auto s = host::ConnectQp(*eng_, qp_, c); !s.ok()) {
     *error = std::string(s.message());
     return false;
   }
@@ -220,7 +220,7 @@ bool PingPong::ConnectQp(const tools::PingpongDest& remote, std::string* error) 
 int PingPong::Run() {
   // Port and engine: one polling thread, not pinned (it shares the machine
   // with the peer, a qemu guest or another stack on the same host).
-  auto host = tools::BringUp(o_.host);
+  auto host = host::BringUp(o_.host);
   if (!host.ok()) {
     std::fprintf(stderr, "%s\n", std::string(host.status().message()).c_str());
     return 1;
@@ -230,7 +230,7 @@ int PingPong::Run() {
   // Our GID is the port's address: the family of --ip when given (so
   // `--ip fe80::10/64` talks RoCEv2 over IPv6), else IPv4 when the profile
   // has one, else IPv6. The peer's GID family must match (its -g index).
-  const auto my_ip = tools::LocalGidIp(*eng_, o_.host);
+  const auto my_ip = host::LocalGidIp(*eng_, o_.host);
   if (!my_ip.ok()) {
     std::fprintf(stderr, "%s\n", std::string(my_ip.status().message()).c_str());
     return 1;
@@ -405,7 +405,7 @@ int PingPong::Run() {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Like a NIC that keeps running after the application's last completion:
   // let the last ACKs (and any retransmission the peer asks for) go out.
-  tools::PollFor(*eng_, std::chrono::milliseconds(100));
+  host::PollFor(*eng_, std::chrono::milliseconds(100));
   if (rc_exit == 0) {
     const long long bytes = static_cast<long long>(o_.size) * o_.iters * 2;
     std::printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n", bytes, secs, bytes * 8.0 / secs / 1000000);

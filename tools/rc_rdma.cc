@@ -46,7 +46,7 @@
 
 #include "stack/engine/engine.h"
 #include "tools/lib/pingpong_exchange.h"
-#include "tools/lib/stack_host.h"
+#include "tools/lib/host_options.h"
 
 using namespace roce;
 namespace pp = roce::tools::rc_pingpong;
@@ -59,7 +59,7 @@ struct Options {
   uint32_t mtu = 1024;
   std::string bad_key = "theirs";
   std::string server;
-  tools::HostOptions host;  // --profile --iface --ip --set --capture
+  host::HostOptions host;  // --profile --iface --ip --set --capture
   int timeout_s = 60;
   uint32_t rounds = 1;
 };
@@ -178,7 +178,7 @@ std::string Rdma::Ask(const std::string& line) {
 }
 
 bool Rdma::Setup() {
-  auto host = tools::BringUp(o_.host);
+  auto host = host::BringUp(o_.host);
   if (!host.ok()) return std::fprintf(stderr, "%s\n", std::string(host.status().message()).c_str()), false;
   port_ = std::move(host->port);
   eng_ = std::move(host->eng);
@@ -270,7 +270,7 @@ int Rdma::Run() {
   const uint32_t rkey = static_cast<uint32_t>(std::strtoul(f[5].c_str(), nullptr, 16));
   if (f[3].size() != 32 || std::strtoul(f[6].c_str(), nullptr, 10) < o_.size)
     return std::fprintf(stderr, "peer: bad QP line %s\n", line.c_str()), 1;
-  tools::QpConnectParams cp;
+  host::QpConnectParams cp;
   cp.peer = wire::IpAddr::FromV6(rgid);
   cp.attr.path_mtu = o_.mtu;
   cp.attr.dest_qpn = rqpn;
@@ -283,7 +283,7 @@ int Rdma::Run() {
   cp.attr.retry_cnt = pp::kRetryCnt;
   cp.attr.rnr_retry = pp::kRnrRetry;
   cp.resolve_timeout_ns = std::min<uint64_t>(cp.resolve_timeout_ns, uint64_t(o_.timeout_s) * 1'000'000'000ull);
-  if (auto s = tools::ConnectQp(*eng_, qp_, cp); !s.ok())
+  if (auto s = host::ConnectQp(*eng_, qp_, cp); !s.ok())
     return std::fprintf(stderr, "%s\n", std::string(s.message()).c_str()), 1;
   std::printf("connected: our qpn 0x%06x, peer qpn 0x%06x, peer region 0x%016llx rkey 0x%08x, %u bytes\n",
               qp_->qpn(), rqpn, static_cast<unsigned long long>(raddr), rkey, o_.size);
@@ -344,7 +344,7 @@ int Rdma::Run() {
     Step("the peer's region untouched by it", a == "OK", a);
   }
   ctl_.Send("BYE");
-  tools::PollFor(*eng_, std::chrono::milliseconds(100));
+  host::PollFor(*eng_, std::chrono::milliseconds(100));
   {
     roce::engine::EngineLock l(&eng_->mu());
     const rc::QpCounters& k = qp_->counters;

@@ -7,7 +7,7 @@
 
 namespace roce::nd2 {
 
-Adapter::Adapter(const AdapterConfig& cfg, tools::StackHost host, uint64_t id)
+Adapter::Adapter(const AdapterConfig& cfg, host::StackHost host, uint64_t id)
     : cfg_(cfg), host_(std::move(host)), id_(id) {
   roce::engine::EngineLock l(&eng().mu());
   eng().cm().on_event = [this](cm::ConnId c, cm::Event e) { OnCmEvent(c, e); };

@@ -20,6 +20,7 @@
 #include <absl/strings/strip.h>
 #include <absl/strings/ascii.h>
 
+#include "stack/host/host.h"
 #include "stack/port/profile.h"
 
 namespace roce::nd2 {
@@ -150,11 +151,14 @@ absl::StatusOr<Nd2Config> LoadNd2Config(const std::string& path) {
         std::string p = v;
         if (!p.empty() && p[0] != '/') {
           const std::string rel = Dir(path) + "/" + p;
-          const std::string shipped = std::string(ROCE_SOURCE_DIR) + "/drivers-cfg/" + p;
-          p = Exists(rel) ? rel : shipped;
+          const std::string shipped = host::ShippedProfile(p);
+          p = Exists(rel) || shipped.empty() ? rel : shipped;
         }
         if (v.empty() || !Exists(p))
-          bad("no such profile (a path, relative to the configuration file, or a drivers-cfg/ name)");
+          bad(host::DriversCfgDir().empty()
+                  ? "no such profile (a path, relative to the configuration file; no drivers-cfg directory "
+                    "was found for names: set SOFT_RNIC_DRIVERS_CFG)"
+                  : "no such profile (a path, relative to the configuration file, or a drivers-cfg/ name)");
         a.profile = p;
       } else if (k == "iface") {
         if (v.empty()) bad("an interface name");

@@ -36,7 +36,7 @@
 #include "nd2api/src/status.h"
 #include "stack/cm/cm.h"
 #include "stack/engine/engine.h"
-#include "tools/lib/stack_host.h"
+#include "stack/host/host.h"
 
 #ifndef ND_WIN32_NO_LEGACY_SAL
 #define ND_WIN32_NO_LEGACY_SAL
@@ -207,7 +207,7 @@ HRESULT FillAddressList(const std::vector<wire::IpAddr>& ips, SOCKET_ADDRESS_LIS
 // ---- adapter ------------------------------------------------------------------------------------
 class Adapter final : public IND2Adapter {
  public:
-  Adapter(const AdapterConfig& cfg, tools::StackHost host, uint64_t id);
+  Adapter(const AdapterConfig& cfg, host::StackHost host, uint64_t id);
   ~Adapter();
   // COM: the provider owns adapters; references only count.
   HRESULT STDMETHODCALLTYPE QueryInterface(REFIID riid, void** ppv) override;
@@ -299,7 +299,7 @@ class Adapter final : public IND2Adapter {
 
   RefCount ref_;
   AdapterConfig cfg_;
-  tools::StackHost host_;
+  host::StackHost host_;
   uint64_t id_;
   absl::flat_hash_map<cm::ConnId, Connector*> connectors_;
   absl::flat_hash_map<cm::ListenerId, Listener*> listeners_;

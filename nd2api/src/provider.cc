@@ -370,12 +370,12 @@ HRESULT Provider::Startup() {
   std::vector<port::PortProfile> profiles;
   std::vector<std::string> seen;  // addresses of the adapters so far, "ip [section]"
   for (const AdapterConfig& a : cfg->adapters) {
-    tools::HostOptions h;
+    host::HostOptions h;
     h.profile = a.profile;
     h.iface = a.iface;
     h.overrides = a.overrides;
     h.capture = a.capture;
-    auto p = tools::HostProfile(h);
+    auto p = host::HostProfile(h);
     if (!p.ok())
       return StartupFailed(absl::StrCat(cfg->path, ": [", a.name, "] profile = ", a.profile, ": ",
                                         p.status().message()));
@@ -423,7 +423,7 @@ HRESULT Provider::Startup() {
     eo.idle_yield = a.progress_thread && ProgressYields(a.progress_yield, progress_threads, cpus);
     eo.adaptive_yield = a.progress_thread && a.progress_yield < 0;  // auto: also while contended
     if (a.selective_repair >= 0) eo.cm.selective_repair = a.selective_repair != 0;
-    auto host = tools::OpenStackHost(profiles[i], eo);
+    auto host = host::OpenStackHost(profiles[i], eo);
     if (!host.ok()) {
       delete prov;
       return StartupFailed(absl::StrCat(cfg->path, ": [", a.name, "]: ", host.status().message()));

@@ -34,9 +34,9 @@ absl::StatusOr<std::unique_ptr<TwoStacks>> TwoStacks::Open(const TwoStacksOption
     eo.idle_yield = o.idle_yield;
     eo.adaptive_yield = o.adaptive_yield;
     eo.idle_sleep_max_ns = o.idle_sleep_max_ns;
-    auto h = OpenStackHost(p, eo);
+    auto h = host::OpenStackHost(p, eo);
     if (!h.ok()) return h.status();
-    static_cast<StackHost&>(t->s_[i]) = std::move(*h);
+    static_cast<host::StackHost&>(t->s_[i]) = std::move(*h);
     t->s_[i].scq = std::make_unique<rc::CompletionQueue>(o.cq_depth);
     t->s_[i].rcq = std::make_unique<rc::CompletionQueue>(o.cq_depth);
   }
@@ -64,7 +64,7 @@ absl::Status TwoStacks::Connect(const TwoStacksOptions& o) {
     if (!s_[i].qp || !s_[i].qp->ToInit()) return absl::InternalError("cannot create a QP");
   }
   for (int i = 0; i < 2; i++) {
-    QpConnectParams c;
+    host::QpConnectParams c;
     c.peer = *s_[1 - i].eng->LocalIp(o.ipv6);
     c.resolve_timeout_ns = 2'000'000'000ull;
     c.attr.path_mtu = o.path_mtu;
@@ -75,7 +75,7 @@ absl::Status TwoStacks::Connect(const TwoStacksOptions& o) {
     c.attr.peer_repairs = true;  // both ends are this stack
     // The other side answers ARP/NDP from its own polling thread meanwhile.
     if (auto st = s_[1 - i].eng->Start(); !st.ok()) return st;
-    const absl::Status st = ConnectQp(*s_[i].eng, s_[i].qp, c);
+    const absl::Status st = host::ConnectQp(*s_[i].eng, s_[i].qp, c);
     s_[1 - i].eng->Stop();
     if (!st.ok()) return st;
   }

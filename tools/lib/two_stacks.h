@@ -4,7 +4,7 @@
 // and the engine benchmark run on. Addresses 10.0.0.1 / 10.0.0.2 (fd00::1 /
 // fd00::2), MACs 02:00:00:00:00:01 / :02, learned by real ARP/NDP over the
 // ring. Each side is brought up and its QP connected the way the tools do it
-// (tools/lib/stack_host.h). The EAL must be initialized.
+// (stack/host/host.h). The EAL must be initialized.
 #pragma once
 
 #include <memory>
@@ -14,7 +14,7 @@
 #include <absl/status/status.h>
 
 #include "stack/engine/engine.h"
-#include "tools/lib/stack_host.h"
+#include "stack/host/host.h"
 
 namespace roce::tools {
 
@@ -52,7 +52,7 @@ struct TwoStacksOptions {
 
 class TwoStacks {
  public:
-  struct Side : StackHost {  // port, eng
+  struct Side : host::StackHost {  // port, eng
     std::unique_ptr<rc::CompletionQueue> scq, rcq;
     rc::QueuePair* qp = nullptr;
   };

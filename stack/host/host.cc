@@ -1,41 +1,76 @@
 // SPDX-License-Identifier: MIT
-#include "tools/lib/stack_host.h"
+// Bringing up one stack on one port (host.h): the shipped profiles' directory,
+// the profile, the EAL, the port, the engine, and connecting an RC QP.
+#include "stack/host/host.h"
 
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <absl/strings/str_cat.h>
 
 #include "stack/port/eal.h"
 
-namespace roce::tools {
+namespace roce::host {
+namespace {
 
-std::string HostOptions::DefaultProfile() { return std::string(ROCE_SOURCE_DIR) + "/drivers-cfg/net_tap.ini"; }
-
-const char kHostOptionsUsage[] =
-    "  --profile=<file>       port profile (drivers-cfg/*.ini; default net_tap.ini)\n"
-    "  --iface=<name>         the driver's interface (tap name, veth, ...)\n"
-    "  --ip=<addr/len>        the stack's own address (port.ipv4 / port.ipv6); its family picks our GID\n"
-    "  --set=<section.key=v>  any profile key (repeatable), e.g. --set fault.rx_drop=0.02\n"
-    "  --capture=<file.pcap>  write every frame sent and received\n";
-
-void AddHostLongOptions(std::vector<option>* opts) {
-  opts->push_back({"profile", required_argument, nullptr, kOptProfile});
-  opts->push_back({"iface", required_argument, nullptr, kOptIface});
-  opts->push_back({"ip", required_argument, nullptr, kOptIp});
-  opts->push_back({"set", required_argument, nullptr, kOptSet});
-  opts->push_back({"capture", required_argument, nullptr, kOptCapture});
-  opts->push_back({nullptr, 0, nullptr, 0});
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-bool ParseHostOption(int code, const char* arg, HostOptions* o) {
-  switch (code) {
-    case kOptProfile: o->profile = arg; return true;
-    case kOptIface: o->iface = arg; return true;
-    case kOptIp: o->ip = arg; return true;
-    case kOptSet: o->overrides.push_back(arg); return true;
-    case kOptCapture: o->capture = arg; return true;
-    default: return false;
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string Real(const char* p) {
+  char buf[PATH_MAX];
+  return p && *p && realpath(p, buf) ? std::string(buf) : std::string();
+}
+
+std::string FindDriversCfg() {
+  if (const char* env = getenv("SOFT_RNIC_DRIVERS_CFG"); env && *env) return IsDir(env) ? env : "";
+  // The module holding this code: libnd2.so for an ND2 program, else the program itself.
+  std::vector<std::string> modules;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&DriversCfgDir), &info) && info.dli_fname &&
+      std::string(info.dli_fname).find(".so") != std::string::npos)
+    modules.push_back(Real(info.dli_fname));
+  modules.push_back(Real("/proc/self/exe"));
+  for (const std::string& m : modules) {
+    if (m.empty()) continue;
+    std::string dir = DirOf(m);
+    for (int up = 0; up <= 3; up++, dir = DirOf(dir)) {
+      for (const char* sub : {"/drivers-cfg", "/share/soft-rnic/drivers-cfg"}) {
+        const std::string d = dir + sub;
+        if (IsDir(d)) return d;
+      }
+      if (dir == "/") break;
+    }
   }
+  return "";
+}
+
+}  // namespace
+
+std::string DriversCfgDir() {
+  static const std::string dir = FindDriversCfg();
+  return dir;
+}
+
+std::string ShippedProfile(const std::string& name) {
+  const std::string dir = DriversCfgDir();
+  if (dir.empty() || name.empty() || name.find('/') != std::string::npos) return "";
+  const std::string p = dir + "/" + name;
+  return access(p.c_str(), R_OK) == 0 ? p : "";
+}
+
+std::string HostOptions::DefaultProfile() {
+  const std::string p = ShippedProfile("net_tap.ini");
+  return p.empty() ? "net_tap.ini" : p;
 }
 
 absl::StatusOr<port::PortProfile> HostProfile(const HostOptions& o) {
@@ -98,4 +133,4 @@ void PollFor(engine::Engine& eng, std::chrono::nanoseconds d) {
   for (auto until = std::chrono::steady_clock::now() + d; std::chrono::steady_clock::now() < until;) eng.Poll();
 }
 
-}  // namespace roce::tools
+}  // namespace roce::host

@@ -30,17 +30,6 @@ namespace roce::nd2 {
 
 namespace {
 
-template <typename T, typename I>
-T* OursOf(IUnknown* u, REFIID iid, Adapter* a) {
-  if (!u) return nullptr;
-  I* i = nullptr;
-  if (u->QueryInterface(iid, reinterpret_cast<void**>(&i)) != S_OK || !i) return nullptr;
-  T* t = dynamic_cast<T*>(i);
-  i->Release();
-  if (!t || t->adapter() != a) return nullptr;
-  return t;
-}
-
 bool IsAnyV4(const wire::IpAddr& ip) { return ip.IsV4() && ip.V4() == 0; }
 
 HRESULT BindStatus(const absl::Status& s) {

@@ -643,4 +643,19 @@ class Listener final : public IND2Listener {
   std::deque<Waiter> waiters_;
 };
 
+// The object of ours behind an interface an application passes in (a QP, a
+// memory region or window, a connector): T if `u` answers `iid` with one of
+// our T on adapter `a`, else nullptr (another provider's object, another
+// adapter's, or null). The reference QueryInterface took is dropped.
+template <typename T, typename I>
+T* OursOf(IUnknown* u, REFIID iid, Adapter* a) {
+  if (!u) return nullptr;
+  I* i = nullptr;
+  if (u->QueryInterface(iid, reinterpret_cast<void**>(&i)) != S_OK || !i) return nullptr;
+  T* t = dynamic_cast<T*>(i);
+  i->Release();
+  if (!t || t->adapter() != a) return nullptr;
+  return t;
+}
+
 }  // namespace roce::nd2

@@ -332,19 +332,6 @@ size_t QueuePair::DrainPosts() {
   return n;
 }
 
-namespace {
-template <typename T, typename I>
-T* OursOf(IUnknown* u, REFIID iid, Adapter* a) {
-  if (!u) return nullptr;
-  I* i = nullptr;
-  if (u->QueryInterface(iid, reinterpret_cast<void**>(&i)) != S_OK || !i) return nullptr;
-  T* t = dynamic_cast<T*>(i);
-  i->Release();
-  if (!t || t->adapter() != a) return nullptr;
-  return t;
-}
-}  // namespace
-
 HRESULT QueuePair::Bind(VOID* ctx, IUnknown* mr, IUnknown* mw, const VOID* buf, SIZE_T len, ULONG flags) {
   auto* region = OursOf<MemoryRegion, IND2MemoryRegion>(mr, IID_IND2MemoryRegion, adapter_);
   if (!region) return ND_INVALID_PARAMETER_2;

@@ -20,6 +20,8 @@
 #include <ndspi.h>
 #include <ndsupport.h>
 
+#include "nd2_sockaddr.h"
+
 namespace {
 
 std::string WriteConfig(const std::string& extra0) {
@@ -33,13 +35,7 @@ std::string WriteConfig(const std::string& extra0) {
   return path;
 }
 
-sockaddr_in Addr(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
+using nd2t::Addr;
 
 class Nd2Diag : public ::testing::Test {
  protected:

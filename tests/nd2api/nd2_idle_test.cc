@@ -21,6 +21,8 @@
 #include <ndspi.h>
 #include <ndsupport.h>
 
+#include "nd2_sockaddr.h"
+
 namespace {
 
 double CpuSeconds() {
@@ -37,13 +39,7 @@ std::string WriteConfig(const char* progress) {
   return path;
 }
 
-sockaddr_in Addr(const char* ip, uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
+using nd2t::Addr;
 
 // What an idle (napping) adapter may use; a spinning one uses a whole core,
 // so a bound of a tenth of one still tells the two apart by far. Alone an

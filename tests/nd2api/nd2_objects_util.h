@@ -21,6 +21,8 @@
 #include <ndspi.h>
 #include <ndsupport.h>
 
+#include "nd2_sockaddr.h"
+
 namespace nd2t {
 
 inline constexpr const char* kIpA = "10.0.0.1";
@@ -84,14 +86,6 @@ class Environment : public ::testing::Environment {
     unlink(CapturePath().c_str());
   }
 };
-
-inline sockaddr_in Addr(const char* ip, uint16_t port = 0) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  inet_pton(AF_INET, ip, &a.sin_addr);
-  return a;
-}
 
 inline IND2Adapter* OpenAdapter(const char* ip) {
   sockaddr_in a = Addr(ip);

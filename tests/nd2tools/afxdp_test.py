@@ -36,13 +36,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "support"))
+from ndnet import CaseFailure, VethPair  # noqa: E402
 KT = os.path.join(SOURCE, "tests", "interop", "kernel_traffic.py")
 PROFILE = os.path.join(SOURCE, "drivers-cfg", "net_af_xdp.ini")
 SKIP = 77
 
 
-class Failure(Exception):
-    pass
+Failure = CaseFailure
 
 
 def log(msg):
@@ -54,65 +55,19 @@ def check(cond, msg):
         raise Failure(msg)
 
 
-class Pair:
+class Pair(VethPair):
+    """The case's two namespaces: the veth ends carry 10.62.0.1/24 + fd00:62::1/64 (server, "s")
+    and .2 / ::2 (client, "c")."""
+
     def __init__(self):
-        tag = f"{os.getpid() % 100000}"
-        self.ns = {"s": f"axs{tag}", "c": f"axc{tag}"}
-        self.dev = {"s": f"axs{tag}", "c": f"axc{tag}"}
         self.ip = {"s": "10.62.0.1", "c": "10.62.0.2"}
         self.ip6 = {"s": "fd00:62::1", "c": "fd00:62::2"}
-        self.procs = []
-
-    def sh(self, side, cmd, check_rc=True):
-        r = subprocess.run(["ip", "netns", "exec", self.ns[side]] + cmd, capture_output=True, text=True, timeout=60)
-        if check_rc and r.returncode != 0:
-            raise Failure(f"{' '.join(cmd)} in {self.ns[side]}: {r.stderr.strip()}")
-        return r
-
-    def __enter__(self):
-        for n in self.ns.values():
-            subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
-            subprocess.run(["ip", "netns", "add", n], check=True)
-        subprocess.run(["ip", "link", "add", self.dev["s"], "netns", self.ns["s"], "type", "veth", "peer", "name",
-                        self.dev["c"], "netns", self.ns["c"]], check=True)
-        for s in ("s", "c"):
-            self.sh(s, ["ip", "link", "set", "lo", "up"])
-            self.sh(s, ["ip", "addr", "add", f"{self.ip[s]}/24", "dev", self.dev[s]])
-            self.sh(s, ["ip", "addr", "add", f"{self.ip6[s]}/64", "dev", self.dev[s], "nodad"])
-            self.sh(s, ["ip", "link", "set", self.dev[s], "up"])
-        deadline = time.time() + 10
-        while time.time() < deadline:
-            states = [self.sh(s, ["cat", f"/sys/class/net/{self.dev[s]}/operstate"]).stdout.strip() for s in "sc"]
-            if states == ["up", "up"]:
-                break
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-        for n in self.ns.values():
-            subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
-        return False
+        super().__init__("ax", {s: [f"{self.ip[s]}/24", f"{self.ip6[s]}/64"] for s in "sc"})
 
     def xdp(self, side):
         out = self.sh(side, ["ip", "-d", "link", "show", "dev", self.dev[side]]).stdout
         m = re.search(r"prog/xdp id (\d+) name (\S+)", out)
         return m.group(2) if m else ""
-
-    def start(self, side, args, out_path, extra_env=None):
-        env = dict(os.environ, **(extra_env or {}))
-        f = open(out_path, "w+")
-        p = subprocess.Popen(["ip", "netns", "exec", self.ns[side]] + args, stdout=f, stderr=subprocess.STDOUT,
-                             text=True, env=env, start_new_session=True)
-        p.out, p.path = f, out_path
-        self.procs.append(p)
-        return p
 
 
 def read(p):

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Two ND2 processes on one machine, each with an adapter on a net_tap port, the taps on a Linux
 bridge in a network namespace made for the test (and deleted after, also on failure); the
-programs run inside the namespace. Shared by the test drivers that run ND2 programs in pairs
+programs run inside the namespace (Net). Or two namespaces joined by a veth pair whose ends may
+carry the kernel's addresses, for the ports beside the kernel (VethPair: net_af_xdp,
+net_af_packet; tests/nd2tools/afxdp_test.py, bench/host_ports.py). Shared by the test drivers that run ND2 programs in pairs
 (tests/nd2tools, tests/nd2api/nd2_progress_test.py, tests/networkdirect).
 
     with Net("ndt") as net:
@@ -32,6 +34,17 @@ def write_config(path, sections):
             f.write(f"[{name}]\n")
             for k, v in keys.items():
                 f.write(f"{k} = {v}\n")
+
+
+def end_all(procs):
+    """Kills what is still running of `procs` (started by the test) and reaps them."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 class Net:
@@ -70,13 +83,7 @@ class Net:
         return self
 
     def __exit__(self, *exc):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
+        end_all(self.procs)
         subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL, timeout=30)
         return False
 
@@ -121,6 +128,61 @@ class Net:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 raise CaseFailure(f"{role}: could not join tap {self.taps[role]} to the bridge")
+        return p
+
+
+class VethPair:
+    """Two network namespaces joined by a veth pair (sides "s" and "c"), both deleted after, also
+    on failure; the processes started with start() are killed first. `addrs` maps a side to the
+    kernel addresses its end carries ("10.62.0.1/24", "fd00:62::1/64"; IPv6 without DAD), none by
+    default. `prefix` (2 letters) names the namespaces and interfaces."""
+
+    def __init__(self, prefix, addrs=None):
+        tag = f"{os.getpid() % 100000}"
+        self.ns = {"s": f"{prefix}s{tag}", "c": f"{prefix}c{tag}"}
+        self.dev = dict(self.ns)
+        self.addrs = addrs or {}
+        self.procs = []
+
+    def sh(self, side, cmd, check_rc=True):
+        r = subprocess.run(["ip", "netns", "exec", self.ns[side]] + cmd, capture_output=True, text=True, timeout=60)
+        if check_rc and r.returncode != 0:
+            raise CaseFailure(f"{' '.join(cmd)} in {self.ns[side]}: {r.stderr.strip()}")
+        return r
+
+    def __enter__(self):
+        for n in self.ns.values():
+            subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
+            subprocess.run(["ip", "netns", "add", n], check=True)
+        subprocess.run(["ip", "link", "add", self.dev["s"], "netns", self.ns["s"], "type", "veth", "peer", "name",
+                        self.dev["c"], "netns", self.ns["c"]], check=True)
+        for s in ("s", "c"):
+            self.sh(s, ["ip", "link", "set", "lo", "up"])
+            for a in self.addrs.get(s, []):
+                self.sh(s, ["ip", "addr", "add", a, "dev", self.dev[s]] + (["nodad"] if ":" in a else []))
+            self.sh(s, ["ip", "link", "set", self.dev[s], "up"])
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            states = [self.sh(s, ["cat", f"/sys/class/net/{self.dev[s]}/operstate"]).stdout.strip() for s in "sc"]
+            if states == ["up", "up"]:
+                break
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        end_all(self.procs)
+        for n in self.ns.values():
+            subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
+        return False
+
+    def start(self, side, args, out_path, extra_env=None):
+        """Runs args on `side` (its own session), output to out_path (p.out, p.path)."""
+        env = dict(os.environ, **(extra_env or {}))
+        f = open(out_path, "w+")
+        p = subprocess.Popen(["ip", "netns", "exec", self.ns[side]] + args, stdout=f, stderr=subprocess.STDOUT,
+                             text=True, env=env, start_new_session=True)
+        p.out, p.path = f, out_path
+        self.procs.append(p)
         return p
 
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The nd-perf plots of README "Tools": the same sweep (-a: 2 B .. 8 MiB) between two stacks in
+# The nd-perf plots of docs/tools.md: the same sweep (-a: 2 B .. 8 MiB) between two stacks in
 # one process over the in-process net_ring pair (--pair) and between two processes over memif
 # (drivers-cfg/memif_server.ini / memif_client.ini, no hugepages), for write_bw (bandwidth) and
 # send_lat (latency); the tables go to OUT/*.txt and tools/plot-bench draws OUT/nd-perf-bw.png

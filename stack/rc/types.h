@@ -146,8 +146,8 @@ struct QpAttr {
   uint8_t rnr_retry = 7;         // RNR retries; 7 = infinite
   uint8_t min_rnr_timer = 12;    // code we put in our RNR NAKs (12 = 0.64 ms)
   wire::NetHeaders path;         // Ethernet / IP / UDP towards the peer
-  // The peer is this stack (the CM knows it by its CA GUID, see
-  // wire::IsSoftRnicGuid): it resends only a missing packet after a sequence
+  // The peer is this stack (the CM learns it from the ECE options of the REQ
+  // and REP, see cm::kEceVendorId in stack/cm/cm.h): it resends only a missing packet after a sequence
   // NAK and takes an ACK past what it is resending in stride. Only then do
   // QpTuning's ooo_window and selective_repair apply; towards anything else
   // (rxe, hardware) the QP is plain go-back-N.
@@ -208,7 +208,7 @@ struct QpTuning {
   // ack", rxe_comp.c) and the connection hangs (seen in rcpp-client-tap-loss2).
   uint32_t ooo_window = 256;
   // Requester: after a sequence NAK, resend only the missing packet and wait
-  // for the answer before going back N (see README "Protocol notes").
+  // for the answer before going back N (see docs/protocol.md, "Protocol notes").
   // false: go back N at once, as rxe does. Against a responder that keeps
   // nothing it costs a round trip per loss, hence also only towards our own.
   bool selective_repair = true;

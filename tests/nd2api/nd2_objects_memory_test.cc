@@ -693,7 +693,7 @@ std::vector<Ece> EcesIn(const std::vector<std::vector<uint8_t>>& frames) {
   return out;
 }
 
-// Selective repair (README, Protocol notes) is offered in the REQ and
+// Selective repair (docs/protocol.md, Protocol notes) is offered in the REQ and
 // accepted in the REP between two of our adapters by default — ECE vendor ID
 // 0x0A5352, attribute modifier 0x5352 << 16 | 1 — and an adapter with
 // selective_repair = off accepts nothing (the REP's attribute modifier 0).

@@ -7,7 +7,7 @@
 //   nd-perf TEST [options]            server        TEST: send_bw write_bw read_bw
 //   nd-perf TEST [options] SERVER     client              send_lat write_lat read_lat
 //
-// The exchange with -R (as perftest 6.06 does it; README "Tools", nd-perf):
+// The exchange with -R (as perftest 6.06 does it; docs/tools.md, nd-perf):
 // two RC connections to the same rdma_cm port (-p, 18515). A, the "communication" connection,
 // carries small Sends; B carries the test. On A, the client sends each message first and the
 // server answers with its own (each side posts its receives ahead):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // nd_port_options.h: the port options of this project's stack tools (--profile, --iface, --ip,
-// --set, --capture; README "Tools", rc-pingpong) for an ND2 program, which gets its adapters
+// --set, --capture; docs/tools.md, rc-pingpong) for an ND2 program, which gets its adapters
 // from the INI file ND2_CONFIG names (nd2api/src/config.h): the options become such a file,
 // written to a temporary path that ND2_CONFIG is set to before NdStartup. Public ND2 headers and
 // the C++ standard library only, like the programs that include it (nd-perf, build/tools/rping).

@@ -445,9 +445,8 @@ void QueuePair::OnReadResponse(const RocePacket& p, uint64_t now) {
         dev_->Event(qpn_, "reorder-threshold", psn, reorder_thresh_);
       }
       // And in time: a response counts as lost only after the allowance.
-      const uint64_t timeout = AckTimeoutNs(attr_.timeout);
       const uint64_t late = now - hole_t_;
-      reo_wnd_ = std::min(timeout ? timeout / 4 : 1'000'000, std::max(reo_wnd_, late + late / 4));
+      reo_wnd_ = std::min(ReoWndCap(), std::max(reo_wnd_, late + late / 4));
       dev_->Event(qpn_, "reo-wnd-read", psn, reo_wnd_);
     }
     hole_active_ = false;

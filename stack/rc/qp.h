@@ -348,6 +348,7 @@ class QueuePair {
   void RepairAnswered(uint64_t now, bool plain_ack);
   bool EmitRepair(uint64_t now);
   uint64_t RepairHoldNs() const;
+  uint64_t ReoWndCap() const;
   uint64_t ReadHoldNs() const;
   // The WQE (sequence number) and packet index holding `psn`, if it is an
   // unfinished Send/Write packet or the request of an unanswered Read.
@@ -509,7 +510,7 @@ class QueuePair {
   uint64_t reo_wnd_ = 0;           // reordering allowance before a repair resend
   uint32_t repairs_needed_ = 0;    // repairs in a row that were not spurious
   // Round-trip time (SampleRtt).
-  uint64_t srtt_ = 0, rttvar_ = 0, min_rtt_ = 0;
+  uint64_t srtt_ = 0, rttvar_ = 0, min_rtt_ = 0, min_repair_rtt_ = 0;
   bool rtt_pending_ = false;
   uint32_t rtt_psn_ = 0;
   uint64_t rtt_t_ = 0;

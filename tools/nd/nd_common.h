@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -502,6 +503,13 @@ class Endpoint {
     ND_CHECK(adapter_->CreateCompletionQueue(IID_IND2CompletionQueue, file_, depth, 0, 0,
                                              reinterpret_cast<void**>(&cq_)),
              "IND2Adapter::CreateCompletionQueue");
+  }
+  // The CQ of a queue pair whose two queues complete into it: room for both
+  // (a flush completes every posted receive at once while sends may still be
+  // queued; a CQ of the receive depth alone overran there, and the next
+  // Notify failed ND_BUFFER_OVERFLOW).
+  void CreateCqFor(ULONG rq_depth, ULONG iq_depth) {
+    CreateCq(static_cast<ULONG>(std::min<uint64_t>(info_.MaxCompletionQueueDepth, uint64_t{rq_depth} + iq_depth)));
   }
   void CreateQp(ULONG depth, ULONG nsge, ULONG inline_size) {
     ND_CHECK(adapter_->CreateQueuePair(IID_IND2QueuePair, cq_, cq_, nullptr, depth, depth, nsge, nsge,

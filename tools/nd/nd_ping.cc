@@ -41,7 +41,7 @@ class PingServer {
     depth_ = min(info.MaxCompletionQueueDepth, info.MaxReceiveQueueDepth);
     if (depth_ < 2) ND_FAIL("the adapter's queues are too shallow (%u)", depth_);
     inline_ = info.InlineRequestThreshold;
-    ep_.CreateCq(depth_);
+    ep_.CreateCqFor(depth_, depth_);
     ep_.CreateConnector();
     ep_.CreateQp(depth_, o_.nsge, inline_);
     ep_.Listen(o_.addr);
@@ -112,7 +112,7 @@ class PingClient {
     const ND2_ADAPTER_INFO& info = ep_.info();
     depth_ = min(info.MaxCompletionQueueDepth, info.MaxInitiatorQueueDepth);
     inline_ = info.InlineRequestThreshold;
-    ep_.CreateCq(depth_);
+    ep_.CreateCqFor(depth_, depth_);
     ep_.CreateConnector();
     ep_.CreateQp(depth_, o_.nsge, inline_);
     ep_.Connect(local, o_.addr, 0, 0);

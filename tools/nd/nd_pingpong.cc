@@ -58,7 +58,7 @@ class Side {
                  server ? info.MaxReceiveQueueDepth : info.MaxInitiatorQueueDepth);
     if (o_.pipeline) depth_ = min(depth_, o_.pipeline);  // -q: the queue depth
     inline_ = info.InlineRequestThreshold;
-    ep_.CreateCq(depth_);
+    ep_.CreateCqFor(depth_, depth_);
     ep_.CreateConnector();
     ep_.CreateQp(depth_, o_.nsge, inline_);
     send_sgl_.resize(o_.nsge);

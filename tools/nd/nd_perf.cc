@@ -525,21 +525,26 @@ class Comm {
   Connection& conn() { return conn_; }
 
   // The message exchange of perftest's ctx_xchg_data: the client sends first.
-  void Exchange(const void* mine, void* theirs, size_t n, const char* what) {
+  // The peer answers only what it received: once its answer is here our Send was delivered,
+  // even if the connection goes before that Send's ACK (lost on a lossy link) comes. The last
+  // message of the closing handshake may be followed by the peer's disconnect at once, with
+  // its ACK lost the same way.
+  void Exchange(const void* mine, void* theirs, size_t n, const char* what, bool closing = false) {
     if (client_) {
-      Send(mine, n, what);
+      Send(mine, n, what, SendEnd::kAnswered);
       Recv(theirs, n, what);
     } else {
       Recv(theirs, n, what);
-      Send(mine, n, what);
+      Send(mine, n, what, closing ? SendEnd::kPeerMayClose : SendEnd::kAcked);
     }
   }
-  Dest HandShake(const Dest& mine, const char* what) {
+  Dest HandShake(const Dest& mine, const char* what, bool closing = false) {
     uint8_t out[kDestLen], in[kDestLen];
     mine.Encode(out);
-    Exchange(out, in, kDestLen, what);
+    Exchange(out, in, kDestLen, what, closing);
     return Dest::Decode(in);
   }
+  Dest CloseHandShake(const Dest& mine) { return HandShake(mine, "closing handshake", true); }
   // The server's handshake after the client's test: it comes when the client is done, however
   // long that takes (perftest's server waits as long) while the client's test traffic reaches
   // our port; the timeout without a frame from it ends the wait (a client that stopped, a link
@@ -558,14 +563,21 @@ class Comm {
     return true;
   }
 
-  void Send(const void* data, size_t n, const char* what) {
+  // How a Send may end: its completion (kAcked); or the connection going once the peer's
+  // answer has arrived (kAnswered), or at all (kPeerMayClose: the last message before the
+  // peer's disconnect).
+  enum class SendEnd { kAcked, kAnswered, kPeerMayClose };
+  void Send(const void* data, size_t n, const char* what, SendEnd end = SendEnd::kAcked) {
     char* slot = mem_.data() + kSlots * kSlot;
     memcpy(slot, data, n);
     const ND2_SGE sge = mem_.Sge(kSlots * kSlot, n);
     Check(conn_.qp()->Send(&send_ctx_, &sge, 1, 0), "IND2QueuePair::Send (connection A)");
     send_done_ = false;
     while (!send_done_) {
-      if (down_) Die("connection A went down while sending our %s", what);
+      if (down_) {
+        if (end == SendEnd::kPeerMayClose || (end == SendEnd::kAnswered && !arrived_.empty())) return;
+        Die("connection A went down while sending our %s", what);
+      }
       Drain(true, what);
     }
   }
@@ -944,9 +956,9 @@ class Side {
       if (closing_seen_) {  // -D: the server saw the client's closing handshake already
         uint8_t out[kDestLen];
         me.Encode(out);
-        comm_->Send(out, kDestLen, "closing handshake");
+        comm_->Send(out, kDestLen, "closing handshake", Comm::SendEnd::kPeerMayClose);
       } else {
-        comm_->HandShake(me, "closing handshake");
+        comm_->CloseHandShake(me);
       }
       return;
     }
@@ -960,14 +972,14 @@ class Side {
       p_.Line();
       comm_->HandShake(me, "end-of-test handshake");
       ExchangeReports(last);
-      comm_->HandShake(me, "closing handshake");
+      comm_->CloseHandShake(me);
       return;
     }
     comm_->HandShakeAfterTest(me, "the client's end-of-test handshake");
     const BwReport theirs = ExchangeReports(BwReport{});
     p_.BwRow(theirs);
     p_.Line();
-    comm_->HandShake(me, "closing handshake");
+    comm_->CloseHandShake(me);
   }
 
   // The client's run of `iters` requests of `size` (-D: for the duration instead), at most the
@@ -1125,7 +1137,7 @@ class Side {
       p_.LatRow(size, o_.iters, deltas, v == Verb::kRead ? 1.0 : 2.0);
     }
     if (prints) p_.Line();
-    if (v == Verb::kSend || (v == Verb::kRead && client_)) comm_->HandShake(me, "closing handshake");
+    if (v == Verb::kSend || (v == Verb::kRead && client_)) comm_->CloseHandShake(me);
     else if (v == Verb::kRead) comm_->HandShakeAfterTest(me, "the client's closing handshake");
   }
 

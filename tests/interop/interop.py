@@ -383,6 +383,41 @@ def check_capture(build, pcap, expect_roce):
 CM_ATTRS = {"REQ": 0x10, "MRA": 0x11, "REJ": 0x12, "REP": 0x13, "RTU": 0x14, "DREQ": 0x15, "DREP": 0x16}
 
 
+# --lost-dreq-end: our rping server's wait for a next ping that ended the test
+# because the client's DREQ never reached it.
+LOST_DREQ_WAIT = "rping: timed out after 30 s waiting for the client's next ping"
+
+
+def lost_dreq_judge(pcap, host_ip, report, notes):
+    """--lost-dreq-end: our rping server timed out waiting for a next ping. On a
+    link with loss at our port, CM MADs included, that is the right end when the
+    client finished (its command exited 0) and its DREQ is on the wire with no
+    DREP of ours after it: our port dropped it, and librdmacm's rping destroys
+    its id right after rdma_disconnect, which ends the kernel's DREQ retries
+    (cm.c: DREQ_SENT -> timewait), so nothing more came. Otherwise the
+    server's failure stands."""
+    problem = report.pop("lost_dreq_problem", None)
+    if problem is None:
+        return []
+    guests_ok = all(c.get("rc") == 0 for k, c in report["commands"].items()
+                    if k.startswith("vm") and not k.endswith("-bg"))
+    rc, out, _ = run(["tshark", "-n", "-r", pcap, "-Y", "infiniband.mad.attributeid", "-T", "fields",
+                      "-e", "ip.src", "-e", "ipv6.src", "-e", "infiniband.mad.attributeid"], timeout=600)
+    mads = []
+    for line in out.splitlines() if rc == 0 else []:
+        f = line.split("\t")
+        if len(f) >= 3 and f[2]:
+            mads.append(("host" if (f[0] or f[1]) == host_ip.split("/")[0] else "guest", int(f[2], 16)))
+    last_dreq = max((i for i, m in enumerate(mads) if m == ("guest", CM_ATTRS["DREQ"])), default=-1)
+    answered = any(m == ("host", CM_ATTRS["DREP"]) for m in mads[last_dreq + 1:]) if last_dreq >= 0 else True
+    if guests_ok and last_dreq >= 0 and not answered:
+        notes.append("the guest's DREQ was lost at our port (no DREP of ours on the wire) and the guest's "
+                     "rping sent no other: our server's timeout ended the test, as it must")
+        return []
+    return [problem + f"\n(not a lost DREQ: guests exited 0: {guests_ok}, a guest DREQ on the wire: "
+            f"{last_dreq >= 0}, answered: {answered})"]
+
+
 def check_cm_mads(pcap, specs, host_ip, notes):
     """--expect-cm ATTR@host|guest[:N]: tshark decodes the CM MADs; at least N
     of ATTR from our address (host) or any other (guest)."""
@@ -518,6 +553,9 @@ def parse_args(argv):
     ap.add_argument("--timeout", type=float, help="seconds for the commands (default from size/iters)")
     ap.add_argument("--guest-bg", action="append", default=[], metavar="vmN:CMD",
                     help="a guest command (a server) started before the host command and killed once it exits")
+    ap.add_argument("--lost-dreq-end", action="store_true",
+                    help="our rping server timing out on the next ping passes when the capture shows "
+                         "the guest's DREQ unanswered (lost at our port) and the guest exited 0")
     ap.add_argument("--expect-cm", action="append", default=[], metavar="ATTR@host|guest[:N]",
                     help="the capture must hold at least N (default 1) CM MADs of ATTR "
                          "(REQ MRA REJ REP RTU DREQ DREP) sent by our stack (host) or a guest")
@@ -701,6 +739,7 @@ def run_case(a, report):
     cp, notes = check_capture(build, base + ".pcap", expect_roce=not a.no_roce)
     if a.expect_cm:
         cp += check_cm_mads(base + ".pcap", a.expect_cm, a.host_ip6 if a.ipv6 else a.host_ip, notes)
+    cp += lost_dreq_judge(base + ".pcap", a.host_ip6 if a.ipv6 else a.host_ip, report, notes)
     if a.ipv6 and uses_host_stack(a):
         cp += check_udp6_checksums(base + ".pcap", a.host_ip6, notes)
     report["capture_check_s"] = round(time.time() - t0, 1)
@@ -913,8 +952,12 @@ def run_free(a, peer, env, fmt, iface, base, timeout, report):
         problems += sanitizer_reports("host command", out, base + ".host.txt")
         problems += gtest_skips("host command", out, base + ".host.txt")
         if rc != 0:
-            problems.append(f"host command exited {rc}" + (" (timeout)" if rc == 124 else "") + ":\n"
-                            + "\n".join(out.strip().splitlines()[-40:]))
+            problem = (f"host command exited {rc}" + (" (timeout)" if rc == 124 else "") + ":\n"
+                       + "\n".join(out.strip().splitlines()[-40:]))
+            if a.lost_dreq_end and rc == 1 and LOST_DREQ_WAIT in out:
+                report["lost_dreq_problem"] = problem  # judged on the capture (lost_dreq_judge)
+            else:
+                problems.append(problem)
     for vm, cmd, job in bg:
         rc, out = peer.kill_job(job)
         with open(f"{base}.{vm}.bg.txt", "w") as f:

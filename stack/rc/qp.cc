@@ -222,7 +222,7 @@ bool QueuePair::ToRts(uint64_t now) {
   read_hold_unheard_ = 0;
   reo_wnd_ = 0;
   repairs_needed_ = 0;
-  srtt_ = rttvar_ = min_rtt_ = min_repair_rtt_ = 0;
+  srtt_ = rttvar_ = min_rtt_ = 0;
   rtt_pending_ = false;
   const QpTuning& t = dev_->tuning();
   read_reqs_.clear();

@@ -509,8 +509,8 @@ class QueuePair {
   uint64_t repair_sent_t_ = 0;     // when it was resent
   uint64_t reo_wnd_ = 0;           // reordering allowance before a repair resend
   uint32_t repairs_needed_ = 0;    // repairs in a row that were not spurious
-  // Round-trip time (SampleRtt).
-  uint64_t srtt_ = 0, rttvar_ = 0, min_rtt_ = 0, min_repair_rtt_ = 0;
+  // Round-trip time (SampleRtt; min_rtt_ also from repairs, RepairAnswered).
+  uint64_t srtt_ = 0, rttvar_ = 0, min_rtt_ = 0;
   bool rtt_pending_ = false;
   uint32_t rtt_psn_ = 0;
   uint64_t rtt_t_ = 0;

@@ -782,10 +782,9 @@ void QueuePair::RepairAnswered(uint64_t now, bool plain_ack) {
   // transmissions never do — there every repair of a loss-only af_xdp pair
   // was judged spurious (833 of 895), and now 4 of ~2500 are.
   const uint64_t answered_in = now - repair_sent_t_;
-  const uint64_t ref = min_repair_rtt_ && (!min_rtt_ || min_repair_rtt_ < min_rtt_) ? min_repair_rtt_ : min_rtt_;
-  const bool spurious = held && repair_tries_ == 1 && ref && answered_in < ref / 2;
-  if (held && repair_tries_ == 1)
-    min_repair_rtt_ = min_repair_rtt_ ? std::min(min_repair_rtt_, answered_in) : answered_in;
+  const bool first = held && repair_tries_ == 1;
+  const bool spurious = first && min_rtt_ && answered_in < min_rtt_ / 2;
+  if (first && (!min_rtt_ || answered_in < min_rtt_)) min_rtt_ = answered_in;
   repair_ = Repair::kNone;
   seq_nak_active_ = false;
   dev_->TimerChanged(this);

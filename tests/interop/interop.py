@@ -385,7 +385,23 @@ CM_ATTRS = {"REQ": 0x10, "MRA": 0x11, "REJ": 0x12, "REP": 0x13, "RTU": 0x14, "DR
 
 # --lost-dreq-end: our rping server's wait for a next ping that ended the test
 # because the client's DREQ never reached it.
-LOST_DREQ_WAIT = "rping: timed out after 30 s waiting for the client's next ping"
+LOST_DREQ_WAIT = re.compile(r"rping: timed out after \d+ s waiting for the client's next ping")
+
+
+def cm_mads(pcap, host_ip):
+    """The capture's CM MADs in order, as (sender, attribute ID): sender "host"
+    (our address) or "guest" (any other), as tshark decodes them; or an error."""
+    rc, out, err = run(["tshark", "-n", "-r", pcap, "-Y", "infiniband.mad.attributeid", "-T", "fields",
+                        "-e", "ip.src", "-e", "ipv6.src", "-e", "infiniband.mad.attributeid"], timeout=600)
+    if rc != 0:
+        return None, f"tshark (CM MADs) exited {rc}: {err.strip()[-300:]}"
+    mads = []
+    for line in out.splitlines():
+        f = line.split("\t")
+        if len(f) < 3 or not f[2]:
+            continue
+        mads.append(("host" if (f[0] or f[1]) == host_ip.split("/")[0] else "guest", int(f[2], 16)))
+    return mads, None
 
 
 def lost_dreq_judge(pcap, host_ip, report, notes):
@@ -401,13 +417,8 @@ def lost_dreq_judge(pcap, host_ip, report, notes):
         return []
     guests_ok = all(c.get("rc") == 0 for k, c in report["commands"].items()
                     if k.startswith("vm") and not k.endswith("-bg"))
-    rc, out, _ = run(["tshark", "-n", "-r", pcap, "-Y", "infiniband.mad.attributeid", "-T", "fields",
-                      "-e", "ip.src", "-e", "ipv6.src", "-e", "infiniband.mad.attributeid"], timeout=600)
-    mads = []
-    for line in out.splitlines() if rc == 0 else []:
-        f = line.split("\t")
-        if len(f) >= 3 and f[2]:
-            mads.append(("host" if (f[0] or f[1]) == host_ip.split("/")[0] else "guest", int(f[2], 16)))
+    mads, _ = cm_mads(pcap, host_ip)
+    mads = mads or []
     last_dreq = max((i for i, m in enumerate(mads) if m == ("guest", CM_ATTRS["DREQ"])), default=-1)
     answered = any(m == ("host", CM_ATTRS["DREP"]) for m in mads[last_dreq + 1:]) if last_dreq >= 0 else True
     if guests_ok and last_dreq >= 0 and not answered:
@@ -421,18 +432,12 @@ def lost_dreq_judge(pcap, host_ip, report, notes):
 def check_cm_mads(pcap, specs, host_ip, notes):
     """--expect-cm ATTR@host|guest[:N]: tshark decodes the CM MADs; at least N
     of ATTR from our address (host) or any other (guest)."""
-    rc, out, err = run(["tshark", "-n", "-r", pcap, "-Y", "infiniband.mad.attributeid", "-T", "fields",
-                        "-e", "ip.src", "-e", "ipv6.src", "-e", "infiniband.mad.attributeid"], timeout=600)
-    if rc != 0:
-        return [f"tshark (CM MADs) exited {rc}: {err.strip()[-300:]}"]
+    mads, err = cm_mads(pcap, host_ip)
+    if err:
+        return [err]
     seen = {}
-    for line in out.splitlines():
-        f = line.split("\t")
-        if len(f) < 3 or not f[2]:
-            continue
-        src = f[0] or f[1]
-        who = "host" if src == host_ip.split("/")[0] else "guest"
-        seen[(who, int(f[2], 16))] = seen.get((who, int(f[2], 16)), 0) + 1
+    for m in mads:
+        seen[m] = seen.get(m, 0) + 1
     names = {v: k for k, v in CM_ATTRS.items()}
     notes.append("CM MADs: " + ", ".join(f"{names.get(k[1], hex(k[1]))}@{k[0]}={v}" for k, v in sorted(seen.items())))
     problems = []
@@ -954,7 +959,7 @@ def run_free(a, peer, env, fmt, iface, base, timeout, report):
         if rc != 0:
             problem = (f"host command exited {rc}" + (" (timeout)" if rc == 124 else "") + ":\n"
                        + "\n".join(out.strip().splitlines()[-40:]))
-            if a.lost_dreq_end and rc == 1 and LOST_DREQ_WAIT in out:
+            if a.lost_dreq_end and rc == 1 and LOST_DREQ_WAIT.search(out):
                 report["lost_dreq_problem"] = problem  # judged on the capture (lost_dreq_judge)
             else:
                 problems.append(problem)

@@ -122,17 +122,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
   Engine* self = e.get();
   auto reg = port::RegisterTelemetry("engine", port->id(), [self](port::TelemetryDict& d) {
     const EngineCounters c = self->counters();
-    d.Add("rx_frames", c.rx_frames);
-    d.Add("rx_roce", c.rx_roce);
-    d.Add("rx_arp_ndp", c.rx_arp_ndp);
-    d.Add("rx_other_dropped", c.rx_other);
-    d.Add("rx_linearized", c.rx_linearized);
-    d.Add("tx_roce", c.tx_roce);
-    d.Add("tx_neighbor", c.tx_neighbor);
-    d.Add("tx_nomem", c.tx_nomem);
-    d.Add("tx_oversize", c.tx_oversize);
-    d.Add("tx_zero_copy", c.tx_zero_copy);
-    d.Add("tx_on_post", c.tx_on_post);
+    c.ForEach([&d](const char* name, uint64_t v) { d.Add(name, v); });
     d.Add("naps", self->naps());
     d.Add("rx_wakeable", self->rx_wakeable() ? 1 : 0);
     d.Add("rx_wakes", self->rx_wakes());
@@ -140,8 +130,6 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(port::Port* port, const E
     d.Add("idle_yields", self->idle_yields());
     d.Add("poller_yields", self->poller_yields());
     d.Add("yielding", self->yielding() ? 1 : 0);  // adaptive_yield
-    d.Add("tx_zc_revoked", c.tx_zc_revoked);
-    d.Add("rx_zc_revoked", c.rx_zc_revoked);
     // Read without the engine lock: DestroyQp holds it while unregistering
     // (which takes the registry lock this callback runs under). Counters are
     // single-writer 64-bit values; a reply may be a poll pass stale.
@@ -184,13 +172,14 @@ void Engine::RevokeZeroCopy(uint64_t addr, uint64_t len) {
   for (rte_mbuf* m : tx_) {
     if (port::ZcRevoked(m)) {
       rte_pktmbuf_free(m);
-      counters_.tx_zc_revoked++;
+      Dropped(&EngineCounters::tx_zc_revoked, "a zero-copy frame's memory was deregistered before it went out");
     } else {
       tx_[kept++] = m;
     }
   }
   tx_.resize(kept);
-  counters_.tx_zc_revoked += port_->PurgeRevokedTx(opts_.queue);
+  if (const uint64_t n = port_->PurgeRevokedTx(opts_.queue))
+    Dropped(&EngineCounters::tx_zc_revoked, "a zero-copy frame's memory was deregistered before it went out", n);
 }
 
 uint64_t Engine::NowNs() const {
@@ -198,6 +187,21 @@ uint64_t Engine::NowNs() const {
 }
 
 EngineCounters Engine::counters() const { return counters_; }
+
+void Engine::Dropped(uint64_t EngineCounters::*field, const char* why, uint64_t n) {
+  uint64_t& c = counters_.*field;
+  if (c == 0) {
+    const char* name = "?";
+    counters_.ForEach([&](const char* k, const uint64_t& v) {
+      if (&v == &c) name = k;
+    });
+    // At ERR, shown at the EAL's default level (error), except frames not
+    // ours: on an interface shared with the kernel they are expected.
+    rte_log(field == &EngineCounters::rx_other_dropped ? RTE_LOG_NOTICE : RTE_LOG_ERR, g_engine_logtype,
+            "roce: port %u: %s (counted in /roce/engine/stats %s; logged once)\n", port_->id(), why, name);
+  }
+  c += n;
+}
 
 std::optional<IpAddr> Engine::LocalIp(bool ipv6) const {
   const auto& p = ipv6 ? port_->ipv6() : port_->ipv4();
@@ -246,7 +250,7 @@ void Engine::SendRaw(ByteSpan frame) {
   }
   rte_mbuf* m = port::AllocFrame(port_->pool(), static_cast<uint32_t>(frame.size()));
   if (!m) {
-    counters_.tx_nomem++;
+    Dropped(&EngineCounters::tx_nomem, "no mbuf for an ARP/NDP frame");
     return;
   }
   port::WriteAt(m, 0, frame);
@@ -375,12 +379,12 @@ bool Engine::TransmitWith(const rc::TxPacket& pkt, const FrameTemplate& tr) {
     return true;
   }
   if (total > port_->max_frame_len()) {
-    counters_.tx_oversize++;
+    Dropped(&EngineCounters::tx_oversize, "a frame longer than the port's MTU (path MTU above it)");
     return true;  // dropped: a path MTU above the port's; the retry budget will tell
   }
   rte_mbuf* m = TakeMbuf();
   if (!m) {
-    counters_.tx_nomem++;
+    Dropped(&EngineCounters::tx_nomem, "no mbuf for a RoCE frame (held back, sent again)");
     return false;
   }
   uint8_t* h = rte_pktmbuf_mtod(m, uint8_t*);
@@ -420,7 +424,7 @@ bool Engine::TransmitWith(const rc::TxPacket& pkt, const FrameTemplate& tr) {
     ok = ok && port::AppendCopy(m, port_->pool(), ByteSpan(tail, pad + kIcrcLen));
     if (!ok) {
       rte_pktmbuf_free(m);
-      counters_.tx_nomem++;
+      Dropped(&EngineCounters::tx_nomem, "no mbuf for a RoCE frame's payload (held back, sent again)");
       return false;
     }
     if (t->ipv6() && !udp6_offload)
@@ -479,7 +483,7 @@ void Engine::HandleRx(rte_mbuf* m, uint64_t now) {
     if (m->nb_segs > 1 || RTE_MBUF_HAS_EXTBUF(m)) {
       zr = port::ZcAcquireFrame(m);
       if (zr == port::ZcRead::kRevoked) {
-        counters_.rx_zc_revoked++;
+        Dropped(&EngineCounters::rx_zc_revoked, "a received zero-copy frame's memory was deregistered");
         return;
       }
     }
@@ -498,7 +502,7 @@ void Engine::HandleRx(rte_mbuf* m, uint64_t now) {
 
 bool Engine::Linearize(const rte_mbuf* m, ByteSpan* out) {
   if (m->pkt_len > kScratch) {
-    counters_.rx_too_long++;
+    Dropped(&EngineCounters::rx_too_long, "a received chained frame longer than the engine's scratch");
     return false;
   }
   const size_t n = port::CopyOut(m, 0, MutByteSpan(scratch(), m->pkt_len));
@@ -519,7 +523,7 @@ void Engine::HandleFrame(ByteSpan frame, uint64_t now) {
     neighbors_->HandleFrame(frame, now, [this](ByteSpan f) { SendRaw(f); });
     return;
   }
-  counters_.rx_other++;
+  Dropped(&EngineCounters::rx_other_dropped, "a received frame neither RoCEv2 nor ARP/NDP");
 }
 
 // p.pad, p.icrc and p.trailer of a frame laid out as `lay` whose first
@@ -631,7 +635,7 @@ void Engine::ReceiveRoce(const uint8_t* head, size_t avail, size_t len, const rt
       p.payload = ByteSpan(rte_pktmbuf_mtod(pay_seg, const uint8_t*) + (lay.payload - pay_seg_off),
                            lay.payload_len);
     } else {  // cut, and longer than scratch_ (a shorter cut payload took IcrcLinearizePayload)
-      counters_.rx_too_long++;
+      Dropped(&EngineCounters::rx_too_long, "a received RoCE payload cut by segments and longer than the engine's scratch");
       return;
     }
   }

@@ -112,16 +112,40 @@ struct EngineOptions {
   bool tx_on_post = true;
 };
 
+// Every engine counter once: the field, its telemetry key (/roce/engine/stats)
+// and what it counts. Drops are among them (rx_other_dropped, rx_too_long,
+// tx_nomem, tx_oversize, tx_busy, *_zc_revoked), each also logged the first
+// time it happens.
+#define ROCE_ENGINE_COUNTERS(X)                                                              \
+  X(rx_frames, "frames received")                                                           \
+  X(rx_roce, "RoCEv2 frames handed to the RC device")                                       \
+  X(rx_arp_ndp, "ARP / NDP frames handed to the neighbour table")                          \
+  X(rx_other_dropped, "frames neither RoCEv2 nor ARP/NDP (dropped)")                       \
+  X(rx_linearized, "received payloads cut by a segment boundary, copied together")          \
+  X(rx_too_long, "RoCEv2 frames longer than the engine can check (dropped)")                \
+  X(tx_roce, "RoCEv2 frames sent")                                                          \
+  X(tx_neighbor, "ARP / NDP frames sent")                                                   \
+  X(tx_nomem, "frames not sent: no mbuf (dropped, the QP resends)")                         \
+  X(tx_oversize, "frames not sent: longer than the port's MTU (dropped)")                   \
+  X(tx_busy, "frames the port's TX ring refused (held back, sent later)")                   \
+  X(tx_loopback, "frames to our own MAC, received by the next pass")                        \
+  X(tx_zero_copy, "frames whose payload went out attached, not copied")                     \
+  X(tx_zc_revoked, "zero-copy frames dropped before the device: memory deregistered")      \
+  X(rx_zc_revoked, "zero-copy frames of an in-process sender dropped unread: revoked")      \
+  X(polls, "poll passes")                                                                   \
+  X(tx_on_post, "posts whose packets went out from the doorbell (tx_on_post)")
+
 struct EngineCounters {
-  uint64_t rx_frames = 0, rx_roce = 0, rx_arp_ndp = 0, rx_other = 0, rx_linearized = 0;
-  uint64_t rx_too_long = 0;
-  uint64_t tx_roce = 0, tx_neighbor = 0, tx_nomem = 0, tx_oversize = 0, tx_busy = 0;
-  uint64_t tx_loopback = 0;  // frames to our own MAC, received by the next pass
-  uint64_t tx_zero_copy = 0;    // frames whose payload went out attached, not copied
-  uint64_t tx_zc_revoked = 0;   // zero-copy frames dropped before the device: memory deregistered
-  uint64_t rx_zc_revoked = 0;   // zero-copy frames (of an in-process sender) dropped unread: revoked
-  uint64_t polls = 0;
-  uint64_t tx_on_post = 0;  // posts whose packets went out from the doorbell (tx_on_post)
+#define ROCE_ENGINE_COUNTER_FIELD(name, doc) uint64_t name = 0;
+  ROCE_ENGINE_COUNTERS(ROCE_ENGINE_COUNTER_FIELD)
+#undef ROCE_ENGINE_COUNTER_FIELD
+  // fn(const char* name, uint64_t value) for every counter, in the order above.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+#define ROCE_ENGINE_COUNTER_VISIT(name, doc) fn(#name, name);
+    ROCE_ENGINE_COUNTERS(ROCE_ENGINE_COUNTER_VISIT)
+#undef ROCE_ENGINE_COUNTER_VISIT
+  }
 };
 
 class Engine : public rc::PacketSink {
@@ -277,6 +301,9 @@ class Engine : public rc::PacketSink {
   bool CopyPayloadCrc(rte_mbuf* m, const wire::Gather* pieces, uint32_t n, uint32_t* crc);
   void RevokeZeroCopy(uint64_t addr, uint64_t len);
   void SendRaw(wire::ByteSpan frame);
+  // Counts `n` frames dropped (or held back) for one cause, `field` of
+  // counters_, and logs the cause the first time this engine sees it.
+  void Dropped(uint64_t EngineCounters::*field, const char* why, uint64_t n = 1);
   void FlushTx();
   void HandleRx(rte_mbuf* m, uint64_t now);
   void HandleFrame(wire::ByteSpan frame, uint64_t now);

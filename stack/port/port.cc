@@ -591,7 +591,8 @@ void Port::LogDrop(DropCause c, const std::string& what) const {
   const uint32_t bit = 1u << c;
   if (logged_drops_.load(std::memory_order_relaxed) & bit) return;
   if (logged_drops_.fetch_or(bit) & bit) return;
-  rte_log(RTE_LOG_WARNING, g_port_logtype,
+  // At ERR: shown at the EAL's default log level (eal.log_level = error).
+  rte_log(RTE_LOG_ERR, g_port_logtype,
           "roce: port %s (%s): dropping frames: %s; counted in /roce/port/stats,%u, logged once\n", name_.c_str(),
           profile_.driver.c_str(), what.c_str(), port_id_);
 }

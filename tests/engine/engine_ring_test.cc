@@ -8,12 +8,17 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <rte_log.h>
+
+#include "absl/strings/match.h"
 
 #include "stack/engine/engine.h"
 #include "stack/mem/memory_table.h"
@@ -252,6 +257,13 @@ TEST_F(EngineRing, DeregisteringRevokesZeroCopyFramesInFlight) {
   w.num_sge = 1;
   w.remote_addr = reinterpret_cast<uint64_t>(target.data());
   w.rkey = tr.remote_token;
+  // Each engine logs a cause of drops the first time it counts it.
+  char* log = nullptr;
+  size_t log_len = 0;
+  FILE* log_stream = open_memstream(&log, &log_len);
+  ASSERT_NE(log_stream, nullptr);
+  FILE* const old_stream = rte_log_get_stream();
+  rte_openlog_stream(log_stream);
   ASSERT_EQ(Post(h(0), w), rc::PostResult::kOk);
   // Only the sender runs: its frames wait in the ring (and its backlog).
   for (int i = 0; i < 4; i++) h(0).eng->Poll();
@@ -263,7 +275,20 @@ TEST_F(EngineRing, DeregisteringRevokesZeroCopyFramesInFlight) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].status, Status::kAccessViolation);
   const EngineCounters cb = h(1).eng->counters();
-  EXPECT_GT(cb.rx_zc_revoked + h(0).eng->counters().tx_zc_revoked, 0u);
+  const EngineCounters ca = h(0).eng->counters();
+  EXPECT_GT(cb.rx_zc_revoked + ca.tx_zc_revoked, 0u);
+  rte_openlog_stream(old_stream);
+  std::fclose(log_stream);
+  const std::string logged(log, log_len);
+  std::free(log);
+  // One line per engine and cause (the sender's revoked TX, the receiver's revoked RX), however many frames.
+  EXPECT_EQ(absl::StrContains(logged, "stats tx_zc_revoked;"), ca.tx_zc_revoked > 0) << logged;
+  EXPECT_EQ(absl::StrContains(logged, "stats rx_zc_revoked;"), cb.rx_zc_revoked > 0) << logged;
+  for (const char* cause : {"tx_zc_revoked;", "rx_zc_revoked;"}) {
+    size_t lines = 0;
+    for (size_t at = logged.find(cause); at != std::string::npos; at = logged.find(cause, at + 1)) lines++;
+    EXPECT_LE(lines, 1u) << cause << " logged more than once:\n" << logged;
+  }
   // What the peer placed came before the deregistration: whole packets of the source.
   size_t placed = 0;
   while (placed < n && target[placed] == 0xA5) placed++;
@@ -273,7 +298,7 @@ TEST_F(EngineRing, DeregisteringRevokesZeroCopyFramesInFlight) {
 }
 
 // Telemetry exports every per-QP counter (the list in rc/qp.h), with its value.
-TEST_F(EngineRing, TelemetryExportsEveryQpCounter) {
+TEST_F(EngineRing, TelemetryExportsEveryQpAndEngineCounter) {
   ASSERT_NO_FATAL_FAILURE(Open(Options("eng_tel")));
   RunAllOps(4096);
   roce::engine::EngineLock l(&h(0).eng->mu());
@@ -291,6 +316,18 @@ TEST_F(EngineRing, TelemetryExportsEveryQpCounter) {
   EXPECT_EQ(v->u64.size(), n);  // and nothing else
   EXPECT_GT(v->u64.at("tx_packets"), 0u);
   EXPECT_EQ(v->str.at("state"), "rts");
+  // And the engine's: every counter of its list (stack/engine/engine.h), with its value.
+  auto e = port::QueryTelemetry("engine", h(0).port->id());
+  ASSERT_TRUE(e.ok()) << e.status();
+  size_t m = 0;
+  h(0).eng->counters().ForEach([&](const char* name, uint64_t value) {
+    m++;
+    auto it = e->u64.find(name);
+    ASSERT_NE(it, e->u64.end()) << name << " is not exported";
+    EXPECT_EQ(it->second, value) << name;
+  });
+  EXPECT_GE(m, 17u);
+  EXPECT_GT(e->u64.at("tx_roce"), 0u);
 }
 
 TEST_F(EngineRing, Ipv6) {

@@ -23,6 +23,7 @@
 // ND2 only: <ndsupport.h> (through nd_common.h) and the C++ standard library; the adapters are
 // those of ND2_CONFIG, or of a temporary configuration the port options write (--ip ...), or
 // two adapters on an in-process net_ring pair with the server on its own thread (--pair).
+#include "nd_addr.h"
 #include "nd_common.h"
 #include "nd_port_options.h"
 
@@ -135,58 +136,7 @@ void Check(HRESULT hr, const char* what) {
 
 double NowUs() { return std::chrono::duration<double, std::micro>(Clock::now().time_since_epoch()).count(); }
 
-// An IPv4 or IPv6 address with a port.
-struct Addr {
-  sockaddr_storage ss{};
-  ULONG len = 0;
-  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss); }
-  sockaddr* sa() { return reinterpret_cast<sockaddr*>(&ss); }
-  bool v4() const { return ss.ss_family == AF_INET; }
-  void set_port(uint16_t p) {
-    if (v4()) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(p);
-    else reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(p);
-  }
-  std::string ip() const {
-    char b[INET6_ADDRSTRLEN] = "?";
-    if (v4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, b, sizeof b);
-    else inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, b, sizeof b);
-    return b;
-  }
-  // The GID of this address as RoCEv2 puts it (IPv4: ::ffff:a.b.c.d).
-  void Gid(uint8_t gid[16]) const {
-    memset(gid, 0, 16);
-    if (v4()) {
-      gid[10] = gid[11] = 0xff;
-      memcpy(gid + 12, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, 4);
-    } else {
-      memcpy(gid, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, 16);
-    }
-  }
-  static bool Parse(const std::string& text, uint16_t port, Addr* out) {
-    Addr a;
-    const std::string host = text.substr(0, text.find('%'));
-    auto* s4 = reinterpret_cast<sockaddr_in*>(&a.ss);
-    auto* s6 = reinterpret_cast<sockaddr_in6*>(&a.ss);
-    if (inet_pton(AF_INET, host.c_str(), &s4->sin_addr) == 1) {
-      s4->sin_family = AF_INET;
-      a.len = sizeof(sockaddr_in);
-    } else if (inet_pton(AF_INET6, host.c_str(), &s6->sin6_addr) == 1) {
-      s6->sin6_family = AF_INET6;
-      a.len = sizeof(sockaddr_in6);
-    } else {
-      return false;
-    }
-    a.set_port(port);
-    *out = a;
-    return true;
-  }
-  static Addr From(const sockaddr* s, ULONG len) {
-    Addr a;
-    memcpy(&a.ss, s, std::min<size_t>(len, sizeof a.ss));
-    a.len = len;
-    return a;
-  }
-};
+using ndtool::Addr;
 
 // perftest's pingpong_dest as it goes over connection A: 56 bytes, every field big-endian.
 struct Dest {

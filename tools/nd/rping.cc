@@ -58,7 +58,8 @@
 #include <ndspi.h>
 #include <ndsupport.h>
 
-#include "nd/nd_port_options.h"  // tools/nd: the port options as an ND2_CONFIG file
+#include "nd_addr.h"
+#include "nd_port_options.h"  // the port options as an ND2_CONFIG file
 
 // The provider library's COM entry point (Windows declares it in combaseapi.h):
 // S_OK once nothing made from the provider is alive.
@@ -178,59 +179,7 @@ std::string Hr(HRESULT h) {
   return b;
 }
 
-// An address (IPv4 or IPv6, an IPv6 "%scope" suffix ignored) and port.
-struct Addr {
-  sockaddr_storage ss{};
-  ULONG len = 0;
-  const sockaddr* sa() const { return reinterpret_cast<const sockaddr*>(&ss); }
-  sockaddr* sa() { return reinterpret_cast<sockaddr*>(&ss); }
-  bool v4() const { return ss.ss_family == AF_INET; }
-  bool any() const {
-    if (v4()) return reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr.s_addr == 0;
-    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr;
-    return IN6_IS_ADDR_UNSPECIFIED(&a);
-  }
-  void set_port(uint16_t p) {
-    if (v4()) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(p);
-    else reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(p);
-  }
-  uint16_t port() const {
-    return ntohs(v4() ? reinterpret_cast<const sockaddr_in*>(&ss)->sin_port
-                      : reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_port);
-  }
-  std::string ip() const {
-    char b[INET6_ADDRSTRLEN] = "?";
-    if (v4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, b, sizeof b);
-    else inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, b, sizeof b);
-    return b;
-  }
-  std::string str() const { return (v4() ? ip() : "[" + ip() + "]") + ":" + std::to_string(port()); }
-
-  static bool Parse(const std::string& text, uint16_t port, Addr* out) {
-    Addr a;
-    const std::string host = text.substr(0, text.find('%'));
-    auto* s4 = reinterpret_cast<sockaddr_in*>(&a.ss);
-    auto* s6 = reinterpret_cast<sockaddr_in6*>(&a.ss);
-    if (inet_pton(AF_INET, host.c_str(), &s4->sin_addr) == 1) {
-      s4->sin_family = AF_INET;
-      a.len = sizeof(sockaddr_in);
-    } else if (inet_pton(AF_INET6, host.c_str(), &s6->sin6_addr) == 1) {
-      s6->sin6_family = AF_INET6;
-      a.len = sizeof(sockaddr_in6);
-    } else {
-      return false;
-    }
-    a.set_port(port);
-    *out = a;
-    return true;
-  }
-  static Addr From(const sockaddr* s, ULONG len) {
-    Addr a;
-    std::memcpy(&a.ss, s, std::min<size_t>(len, sizeof a.ss));
-    a.len = len;
-    return a;
-  }
-};
+using ndtool::Addr;
 
 // Waits for an overlapped request of `o` that returned `h` (ND_PENDING: not done yet). The wait
 // drives the adapter (libnd2's inline progress).

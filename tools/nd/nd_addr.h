@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // nd_addr.h: the socket address the ND2 programs parse, print and hand to
-// IND2Listener::Bind / IND2Connector::Connect (written for this project; see
-// README.md here). Like nd_common.h it uses the C and socket headers only.
+// IND2Listener::Bind / IND2Connector::Connect, and the first address of the
+// process's adapters (written for this project; see README.md here). Like
+// nd_common.h it uses the public ND2 headers and the C, socket and C++
+// standard headers only.
 #pragma once
 
 #include <arpa/inet.h>
@@ -12,8 +14,10 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <ndspi.h>
+#include <ndsupport.h>
 
 namespace ndtool {
 
@@ -80,5 +84,17 @@ struct Addr {
     return a;
   }
 };
+
+// The first address of this process's adapters (NdQueryAddressList, after NdStartup): where
+// rping and nd-perf open their adapter when no address says which. False if there is none.
+inline bool FirstAddress(Addr* out) {
+  SIZE_T cb = 0;
+  NdQueryAddressList(0, nullptr, &cb);
+  std::vector<char> buf(cb ? cb : 1);
+  auto* list = reinterpret_cast<SOCKET_ADDRESS_LIST*>(buf.data());
+  if (NdQueryAddressList(0, list, &cb) != ND_SUCCESS || list->iAddressCount < 1) return false;
+  *out = Addr::From(list->Address[0].lpSockaddr, static_cast<ULONG>(list->Address[0].iSockaddrLength));
+  return true;
+}
 
 }  // namespace ndtool

@@ -470,6 +470,13 @@ inline ULONG PrepareSge(ND2_SGE* sge, ULONG nsge, char* buf, ULONG len, UINT32 t
 }
 
 // ---- The ND objects of one side ----------------------------------------------------------------
+// An overlapped request's final status: waited for (GetOverlappedResult(TRUE)) if it pended;
+// the wait drives an inline-progress adapter.
+inline HRESULT FinishOverlapped(IND2Overlapped* o, OVERLAPPED* ov, HRESULT hr) {
+  if (hr == ND_PENDING) hr = o->GetOverlappedResult(ov, TRUE);
+  return hr;
+}
+
 // One adapter, overlapped file, event, CQ, QP, MR, connector (and listener, window) per side;
 // every overlapped request on one OVERLAPPED at a time, waited for with GetOverlappedResult.
 class Endpoint {
@@ -658,10 +665,7 @@ class Endpoint {
 
  private:
   // An overlapped request's final status: waited for if it pended.
-  HRESULT Wait(IND2Overlapped* o, HRESULT hr) {
-    if (hr == ND_PENDING) hr = o->GetOverlappedResult(&ov_, TRUE);
-    return hr;
-  }
+  HRESULT Wait(IND2Overlapped* o, HRESULT hr) { return FinishOverlapped(o, &ov_, hr); }
 
   bool blocking_;
   IND2Adapter* adapter_ = nullptr;

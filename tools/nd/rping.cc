@@ -863,18 +863,6 @@ int RunServer(const Options& opt, const Host& host, const Addr& bind) {
   return rc;
 }
 
-// The local address to open the adapter with: `want` if it is one of the
-// adapters', else the first address of the process's adapters.
-bool FirstAddress(Addr* out) {
-  SIZE_T cb = 0;
-  NdQueryAddressList(0, nullptr, &cb);
-  std::vector<char> buf(cb ? cb : 1);
-  auto* list = reinterpret_cast<SOCKET_ADDRESS_LIST*>(buf.data());
-  if (NdQueryAddressList(0, list, &cb) != ND_SUCCESS || list->iAddressCount < 1) return false;
-  *out = Addr::From(list->Address[0].lpSockaddr, static_cast<ULONG>(list->Address[0].iSockaddrLength));
-  return true;
-}
-
 int Run(const Options& opt) {
   Addr addr;
   bool have_addr = false;
@@ -906,7 +894,7 @@ int Run(const Options& opt) {
     }
   } else if (have_addr && !addr.any()) {
     local = addr;
-  } else if (!FirstAddress(&local)) {
+  } else if (!ndtool::FirstAddress(&local)) {
     std::fprintf(stderr, "rping: the ND2 adapter has no address\n");
     return 1;
   }

@@ -151,6 +151,8 @@ void QueuePair::OnProgress(uint64_t now) {
   retry_left_ = attr_.retry_cnt;
   rnr_left_ = attr_.rnr_retry;
   stall_left_ = static_cast<int>(dev_->tuning().max_stalled_retries);
+  tail_probed_ = false;
+  ArmTailProbe(now);  // (ArmRetransmitTimer tells the device)
   ArmRetransmitTimer(now);
 }
 

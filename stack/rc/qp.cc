@@ -234,6 +234,9 @@ bool QueuePair::ToRts(uint64_t now) {
   read_recovering_ = false;
   read_probe_at_ = 0;
   read_heard_ = false;
+  tail_probe_at_ = 0;
+  tail_probe_due_ = tail_probed_ = false;
+  tail_pto_ = TailProbeNs();
   state_ = QpState::kRts;
   if (cursor_ < sq_tail_) dev_->MarkActive(this);
   return true;
@@ -261,7 +264,8 @@ void QueuePair::ToError() {
   cursor_pkt_ = 0;
   read_reqs_.clear();
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = read_probe_at_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = read_probe_at_ = tail_probe_at_ = 0;
+  tail_probe_due_ = false;
   repair_ = Repair::kNone;
   // Receive side: the receive in progress and every posted receive.
   if (have_recv_) CompleteRecv(Status::kCanceled, Cause::kFlushed);
@@ -293,7 +297,8 @@ void QueuePair::ToReset() {
   cursor_pkt_ = 0;
   read_reqs_.clear();
   rereq_.clear();
-  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = read_probe_at_ = 0;
+  retrans_deadline_ = rnr_deadline_ = hole_deadline_ = read_hold_at_ = read_probe_at_ = tail_probe_at_ = 0;
+  tail_probe_due_ = false;
   repair_ = Repair::kNone;
   send_error_ = false;
   have_recv_ = false;
@@ -441,6 +446,7 @@ uint64_t QueuePair::Deadline() const {
   m = std::min(m, key(hole_deadline_));
   m = std::min(m, key(read_hold_at_));
   m = std::min(m, key(read_probe_at_));
+  m = std::min(m, key(tail_probe_at_));
   return m + 1;  // UINT64_MAX (none set) wraps back to 0
 }
 
@@ -502,6 +508,10 @@ void QueuePair::OnTimer(uint64_t now) {
     OnReadProbe(now);
     if (state_ != QpState::kRts) return;
   }
+  if (tail_probe_at_ && now >= tail_probe_at_) {
+    tail_probe_at_ = 0;
+    OnTailProbe(now);
+  }
   if (rnr_deadline_ && now >= rnr_deadline_) {
     rnr_deadline_ = 0;
     ArmRetransmitTimer(now);
@@ -517,6 +527,7 @@ void QueuePair::OnTimer(uint64_t now) {
       dev_->Event(qpn_, silent ? "timeout-silent" : "timeout", una_, retry_left_);
       if (ConsumeRetry(silent)) {
         seq_nak_active_ = false;
+        tail_probe_due_ = false;  // the retry resends it
         repair_ = Repair::kNone;
         rtt_pending_ = false;
         // A lost re-request is sent again from here (go-back-N from una_

@@ -62,6 +62,7 @@ void ScatterToSges(const Sge* sge, uint32_t n, uint64_t offset, wire::ByteSpan d
   X(read_requests, "READ requests sent for the first time (a long Read asks in several)")  \
   X(read_window_cuts, "read window reductions (a Read response lost, a timeout)")           \
   X(read_probes, "Read responses in flight asked for again after none came (read probe)") \
+  X(tail_probes, "last Send/Write packets resent after nothing was heard (tail probe)")    \
   X(implied_naks, "Read re-requests after an ACK past its missing responses")               \
   X(read_rerequests, "Read re-requests after missing responses")                           \
   X(read_ooo_placed, "Read responses placed ahead of a missing one")                        \
@@ -334,6 +335,13 @@ class QueuePair {
   uint64_t ReadProbeNs() const;
   void ArmReadProbe(uint64_t now);
   void OnReadProbe(uint64_t now);
+  // The tail probe (TCP's tail loss probe, for Sends and Writes): nothing
+  // heard for ReadProbeNs while packets are unacknowledged resends the last
+  // packet sent, with AckReq, once until the next progress.
+  void ArmTailProbe(uint64_t now);
+  uint64_t TailProbeNs() const;
+  void OnTailProbe(uint64_t now);
+  bool EmitTailProbe(uint64_t now);
   bool Gather(const SendWqe& w, uint64_t offset, uint32_t len, TxPacket* pkt) const;  // false: source no longer registered
   void RetryFrom(uint32_t psn);
   // Goes back N over [from, to) only, then on with what was never sent.
@@ -546,6 +554,12 @@ class QueuePair {
   uint32_t read_ssthresh_ = 0;     // below it the window grows by one per response
   uint32_t read_wnd_acc_ = 0;      // responses towards the next +1 above read_ssthresh_
   uint64_t read_probe_at_ = 0;     // OnReadProbe (0: not armed)
+  uint64_t tail_probe_at_ = 0;     // OnTailProbe (0: not armed)
+  bool tail_probe_due_ = false;    // RequesterTx resends the last packet sent
+  bool tail_probed_ = false;       // one probe per silence: again after progress
+  uint32_t ack_req_psn_ = 0;       // the last packet sent with AckReq
+  uint64_t ack_req_t_ = 0;         // when
+  uint64_t tail_pto_ = 0;          // TailProbeNs, as of the last RTT sample
   bool read_heard_ = false;        // a Read response came since the last probe
   bool read_recovering_ = false;   // cut for a loss: no more cuts (nor growth) until
   uint32_t read_recover_ = 0;      // the responses up to this PSN have come in order

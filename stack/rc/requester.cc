@@ -24,6 +24,11 @@ size_t QueuePair::RequesterTx(uint64_t now, size_t budget) {
   // Read re-requests first: they ask again only for what is missing and do
   // not move the cursor, so nothing sent after the Read goes out again.
   if (!ReRequestTx(now, budget, &n)) return n;
+  // A tail probe: the last packet sent, again (OnTailProbe).
+  if (tail_probe_due_ && n < budget && state_ == QpState::kRts) [[unlikely]] {
+    if (!EmitTailProbe(now)) return n;
+    n++;
+  }
   // A selective repair: the one missing packet, before anything new.
   if (repair_ == Repair::kDue && n < budget && state_ == QpState::kRts) {
     if (!EmitRepair(now)) return n;
@@ -397,6 +402,73 @@ void QueuePair::RetireReads() {
     read_reqs_.pop_front();
 }
 
+uint64_t QueuePair::TailProbeNs() const {
+  // Two round trips, as the read probe, and 200 us more: what a peer's poll
+  // loop, a NIC's interrupt moderation or a descheduled thread add to an
+  // answer without loss (TCP's tail loss probe adds the delayed-ACK time).
+  // A spurious probe costs one duplicate packet; a lost last packet without
+  // one, the retransmit timeout.
+  constexpr uint64_t kSlackNs = 200'000;
+  const uint64_t timeout = AckTimeoutNs(attr_.timeout);
+  const uint64_t t = (srtt_ ? std::max(2 * srtt_, srtt_ + 4 * rttvar_) : 0) + kSlackNs;
+  return timeout ? std::min(t, timeout / 2) : t;
+}
+
+void QueuePair::ArmTailProbe(uint64_t now) {
+  // Armed while a packet sent with AckReq is unanswered (a burst's tail
+  // always asks: a message's last packet, or the window's); the deadline
+  // runs from the latest one (OnTailProbe).
+  tail_probe_at_ = una_ != next_psn_ && !tail_probed_ && PsnDiff(ack_req_psn_, acked_) >= 0 &&
+                           dev_->tuning().tail_probe
+                       ? std::max(now, ack_req_t_) + tail_pto_
+                       : 0;
+}
+
+void QueuePair::OnTailProbe(uint64_t now) {
+  // Sends and Writes are unacknowledged and nothing has come for two round
+  // trips: the last packet sent, or its ACK, may have been lost at the end
+  // of a burst, with nothing after it to draw a sequence NAK — without a
+  // probe only the retransmit timer (2.1 s on ND2 connections) would find
+  // it. As TCP's tail loss probe, the last packet goes again with AckReq:
+  // a responder that has it answers it as a duplicate (an ACK of all it
+  // has), one that lacks it executes it (and ACKs), one that lacks more
+  // NAKs the first gap (a repair, or go-back-N towards rxe). Once until the
+  // next progress, so a silent peer costs one packet and the retransmit
+  // timer still judges it; not while anything else recovers (a repair, a
+  // go-back pass, an RNR wait, Reads: those have the read probe).
+  if (tail_probed_ || una_ == next_psn_ || PsnDiff(ack_req_psn_, acked_) < 0 || rnr_deadline_ ||
+      repair_ != Repair::kNone || seq_nak_active_ || PsnLess(CursorPsn(), max_sent_) || !rereq_.empty() ||
+      OldestOpenRead())
+    return;
+  if (now < ack_req_t_ + tail_pto_) {  // armed for an earlier AckReq: from the latest
+    tail_probe_at_ = ack_req_t_ + tail_pto_;
+    return;
+  }
+  tail_probed_ = true;
+  tail_probe_due_ = true;
+  dev_->MarkActive(this);
+}
+
+bool QueuePair::EmitTailProbe(uint64_t now) {
+  tail_probe_due_ = false;
+  uint64_t seq;
+  uint32_t k;
+  const uint32_t last = PsnAdd(max_sent_, -1);
+  if (una_ == next_psn_ || !FindRequest(last, &seq, &k)) return true;  // answered meanwhile
+  SendWqe& w = Slot(seq);
+  if (w.IsRead()) return true;
+  force_ack_req_ = true;
+  const bool ok = EmitRequest(w, k, now, 0);
+  force_ack_req_ = false;
+  if (!ok) {
+    tail_probe_due_ = state_ == QpState::kRts;  // the TX queue was full: on the next pass
+    return false;
+  }
+  counters.tail_probes++;
+  dev_->Event(qpn_, "tail-probe", last, una_);
+  return true;
+}
+
 bool QueuePair::StartWqe(SendWqe& w, uint64_t now) {
   (void)now;
   if (w.IsLocal()) {
@@ -582,7 +654,15 @@ bool QueuePair::EmitRequest(SendWqe& w, uint32_t k, uint64_t now, uint32_t read_
   const uint32_t end = PsnAdd(psn, w.IsRead() ? read_pkts : 1);
   if (PsnDiff(end, max_sent_) > 0) max_sent_ = end;
   since_ack_req_ = pkt.bth.ack_req ? 0 : since_ack_req_ + 1;
+  bool arm_tail = false;
+  if (pkt.bth.ack_req) {
+    ack_req_psn_ = psn;
+    ack_req_t_ = now;
+    arm_tail = !tail_probe_at_ && !tail_probed_;
+    if (arm_tail) ArmTailProbe(now);
+  }
   if (!retrans_deadline_) ArmRetransmitTimer(now);
+  else if (arm_tail) dev_->TimerChanged(this);
   // Round-trip samples: a Send/Write packet's ACK, or a new READ request's
   // first response (which also waits for the responses queued before it:
   // what a lost one's wait is judged by, ReadProbeNs).
@@ -848,6 +928,7 @@ void QueuePair::SampleRtt(uint64_t now, const uint32_t* resp_psn) {
     srtt_ = (7 * srtt_ + s) / 8;
   }
   if (!min_rtt_ || s < min_rtt_) min_rtt_ = s;
+  tail_pto_ = TailProbeNs();
 }
 
 void QueuePair::GoBackBounded(uint32_t from, uint32_t to) {

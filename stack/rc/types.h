@@ -212,6 +212,12 @@ struct QpTuning {
   // false: go back N at once, as rxe does. Against a responder that keeps
   // nothing it costs a round trip per loss, hence also only towards our own.
   bool selective_repair = true;
+  // Requester: Sends and Writes unacknowledged with nothing heard for two
+  // round trips resend their last packet, with AckReq, once until the next
+  // progress (TCP's tail loss probe; QueuePair::OnTailProbe): a lost last
+  // packet or ACK costs two round trips, not the retransmit timeout. Legal
+  // towards any responder (a resend is a duplicate or fills the gap).
+  bool tail_probe = true;
 };
 
 // Local ACK timeout: 4.096 us * 2^code (code 0: no timeout).

@@ -218,15 +218,16 @@ TEST_F(EngineRing, AllOperationsUpTo1MBInChainedMbufs) {
     EXPECT_EQ(h(0).eng->rc().counters.IcrcErrors(), 0u);
     EXPECT_EQ(h(1).eng->rc().counters.IcrcErrors(), 0u);
     // A lossless ring: nothing arrives out of sequence, so nothing is NAKed
-    // or repaired. A resend can only come from a timer (a timeout, or a
-    // Read probe after a round trip or two without a response), which a
+    // or repaired. A resend can only come from a timer (a timeout, a Read
+    // or tail probe after a round trip or two without an answer), which a
     // stall of this polling thread on a loaded machine can fire.
     for (int i = 0; i < 2; i++) {
       const rc::QpCounters& c = h(i).qp->counters;
       EXPECT_EQ(c.out_of_sequence, 0u) << i;
       EXPECT_EQ(c.seq_naks_sent + c.seq_naks_received + c.repairs, 0u) << i;
       if (c.retransmits) {
-        EXPECT_GT(c.timeouts + c.read_probes, 0u) << i << ": " << c.retransmits << " resent without a timer";
+        EXPECT_GT(c.timeouts + c.read_probes + c.tail_probes, 0u)
+            << i << ": " << c.retransmits << " resent without a timer";
       }
     }
     ts_.reset();

@@ -223,6 +223,7 @@ TEST(RcRetransmit, DuplicateSendReAckedNotDeliveredTwice) {
   PairOptions o;
   o.attr.path_mtu = 256;
   o.attr.timeout = 8;  // 1.05 ms
+  o.tuning.tail_probe = false;  // the timeout's pass resends all (rc_tail_probe_test: one)
   RcPair p(o);
   WireLog w(p.net());
   w.drop = DropFirst([](const Frame& f) { return f.from == kB && f.opcode == op::kRcAck; });
@@ -282,6 +283,7 @@ TEST(RcRetransmit, DuplicateWriteReAckedNotWrittenTwice) {
   PairOptions o;
   o.attr.path_mtu = 256;
   o.attr.timeout = 8;
+  o.tuning.tail_probe = false;
   RcPair p(o);
   WireLog w(p.net());
   w.drop = DropFirst([](const Frame& f) { return f.from == kB && f.opcode == op::kRcAck; });

@@ -62,6 +62,29 @@ TEST(RcTailProbe, LostAckOfAWriteIsProbedNotTimedOut) {
   }
 }
 
+// A 700-byte Send (three packets) into a posted receive, through w's drops:
+// it completes well before the retransmit timeout and arrives intact; the
+// receive's completion goes to *rc.
+void SendThroughTheDrops(RcPair& p, uint8_t fill, Completion* rc) {
+  Buffer src(1024, 1), dst(1024, 2);
+  src.Fill(fill);
+  auto sr = p.a.Register(src, 0);
+  auto dr = p.b.Register(dst, mem::kLocalWrite);
+  Sge rs{dst.addr(), 1024, dr.local_token}, ss{src.addr(), 700, sr.local_token};
+  ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &rs, 1)), PostResult::kOk);
+  const uint64_t t0 = p.net().now();
+  ASSERT_EQ(p.a.qp->PostSend(MakeSend(1, &ss, 1)), PostResult::kOk);
+  ASSERT_TRUE(p.RunForSend(p.a, 1));
+  EXPECT_LT(p.net().now() - t0, kTimeoutNs / 10);
+  ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
+  p.RunIdle();
+  auto c = p.b.PollRecv();
+  ExpectCompletions(c, {{100, Status::kSuccess}});
+  ASSERT_EQ(c.size(), 1u);
+  *rc = c[0];
+  EXPECT_EQ(0, memcmp(dst.data(), src.data(), 700));
+}
+
 // A Send's last packet is lost: the probe is that packet, in sequence at the
 // responder, which delivers the message once.
 TEST(RcTailProbe, LostLastPacketOfASendIsProbed) {
@@ -70,22 +93,9 @@ TEST(RcTailProbe, LostLastPacketOfASendIsProbed) {
     RcPair p(Options(gbn));
     WireLog w(p.net());
     w.drop = DropFirst([](const Frame& f) { return f.from == kA && f.opcode == op::kRcSendLast; });
-    Buffer src(1024, 1), dst(1024, 2);
-    src.Fill(3);
-    auto sr = p.a.Register(src, 0);
-    auto dr = p.b.Register(dst, mem::kLocalWrite);
-    Sge rs{dst.addr(), 1024, dr.local_token}, ss{src.addr(), 700, sr.local_token};  // 3 packets
-    ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &rs, 1)), PostResult::kOk);
-    const uint64_t t0 = p.net().now();
-    ASSERT_EQ(p.a.qp->PostSend(MakeSend(1, &ss, 1)), PostResult::kOk);
-    ASSERT_TRUE(p.RunForSend(p.a, 1));
-    EXPECT_LT(p.net().now() - t0, kTimeoutNs / 10);
-    ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
-    p.RunIdle();
-    auto rc = p.b.PollRecv();
-    ExpectCompletions(rc, {{100, Status::kSuccess}});
-    EXPECT_EQ(rc[0].bytes, 700u);
-    EXPECT_EQ(0, memcmp(dst.data(), src.data(), 700));
+    Completion rc;
+    ASSERT_NO_FATAL_FAILURE(SendThroughTheDrops(p, 3, &rc));
+    EXPECT_EQ(rc.bytes, 700u);
     EXPECT_EQ(p.b.rcq->size(), 0u);
     EXPECT_EQ(p.a.qp->counters.timeouts, 0u);
     EXPECT_EQ(p.a.qp->counters.tail_probes, 1u);
@@ -105,21 +115,8 @@ TEST(RcTailProbe, LostTailOfTwoPacketsIsRecoveredThroughTheNak) {
     WireLog w(p.net());
     w.drop = DropAny({DropFirst([](const Frame& f) { return f.from == kA && f.opcode == op::kRcSendMiddle; }),
                       DropFirst([](const Frame& f) { return f.from == kA && f.opcode == op::kRcSendLast; })});
-    Buffer src(1024, 1), dst(1024, 2);
-    src.Fill(5);
-    auto sr = p.a.Register(src, 0);
-    auto dr = p.b.Register(dst, mem::kLocalWrite);
-    Sge rs{dst.addr(), 1024, dr.local_token}, ss{src.addr(), 700, sr.local_token};
-    ASSERT_EQ(p.b.qp->PostRecv(MakeRecv(100, &rs, 1)), PostResult::kOk);
-    const uint64_t t0 = p.net().now();
-    ASSERT_EQ(p.a.qp->PostSend(MakeSend(1, &ss, 1)), PostResult::kOk);
-    ASSERT_TRUE(p.RunForSend(p.a, 1));
-    EXPECT_LT(p.net().now() - t0, kTimeoutNs / 10);
-    ExpectCompletions(p.a.PollSend(), {{1, Status::kSuccess}});
-    p.RunIdle();
-    auto rc = p.b.PollRecv();
-    ExpectCompletions(rc, {{100, Status::kSuccess}});
-    EXPECT_EQ(0, memcmp(dst.data(), src.data(), 700));
+    Completion rc;
+    ASSERT_NO_FATAL_FAILURE(SendThroughTheDrops(p, 5, &rc));
     EXPECT_EQ(p.a.qp->counters.timeouts, 0u);
     EXPECT_EQ(p.a.qp->counters.tail_probes, 1u);
     EXPECT_EQ(p.a.qp->counters.seq_naks_received, 1u);
